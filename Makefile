@@ -1,0 +1,156 @@
+# evsparse: `make demo` builds and runs the quickstart; `make test` runs every test that can
+# run on this machine. Tools the build needs are found on the machine or installed into
+# .tools/ from PyPI (nothing needs root).
+
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+MAJOR   := $(word 1,$(subst ., ,$(VERSION)))
+MINOR   := $(word 2,$(subst ., ,$(VERSION)))
+PREFIX  ?= /usr/local
+
+BUILD   := $(CURDIR)/.build
+TARGET  := $(CURDIR)/target/release
+STAGE   := $(BUILD)/lib
+CC      ?= cc
+CXX     ?= c++
+PYTHON  ?= python3
+# What Rust's staticlib needs from the system (rustc --print native-static-libs).
+STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl
+WARN    := -Wall -Wextra -Werror -pedantic
+CFLAGS_TEST   := -std=c11 $(WARN) -O1 -g -Iinclude
+CXXFLAGS_TEST := -std=c++17 $(WARN) -O1 -g -Iinclude
+
+CMAKE_PIN := cmake==3.31.6
+CMAKE := $(shell command -v cmake 2>/dev/null)
+ifeq ($(CMAKE),)
+CMAKE := $(CURDIR)/.tools/venv/bin/cmake
+endif
+
+.PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols \
+        test-c test-cpp test-python test-valgrind test-install install uninstall bench-cpu clean
+
+all: build
+
+build:
+	cargo build --release
+	@mkdir -p $(STAGE)
+	ln -sf $(TARGET)/libevsparse.so $(STAGE)/libevsparse.so.$(MAJOR)
+	ln -sf libevsparse.so.$(MAJOR) $(STAGE)/libevsparse.so
+
+# Regenerates the committed header from the Rust sources.
+header: build
+	cp $$(ls -t target/release/build/evsparse-*/out/evsparse.h | head -n 1) include/evsparse.h
+
+$(CURDIR)/.tools/venv/bin/cmake:
+	$(PYTHON) -m venv $(CURDIR)/.tools/venv
+	$(CURDIR)/.tools/venv/bin/pip install --quiet $(CMAKE_PIN)
+
+# ---------------------------------------------------------------- install
+install: build
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(TARGET)/libevsparse.so $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(VERSION)
+	ln -sf libevsparse.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(MAJOR)
+	ln -sf libevsparse.so.$(MAJOR) $(DESTDIR)$(PREFIX)/lib/libevsparse.so
+	install -m 644 $(TARGET)/libevsparse.a $(DESTDIR)$(PREFIX)/lib/libevsparse.a
+	install -m 644 include/evsparse.h $(DESTDIR)$(PREFIX)/include/evsparse.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@STATIC_LIBS@|$(STATIC_LIBS)|' \
+	    cmake/evsparse.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/evsparse.pc
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' \
+	    -e 's|@STATIC_LIBS_CMAKE@|$(subst -l,,$(subst $() ,;,$(STATIC_LIBS)))|' \
+	    cmake/EvSparseConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' -e 's|@MINOR@|$(MINOR)|g' \
+	    cmake/EvSparseConfigVersion.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfigVersion.cmake
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(MAJOR) \
+	      $(DESTDIR)$(PREFIX)/lib/libevsparse.so $(DESTDIR)$(PREFIX)/lib/libevsparse.a \
+	      $(DESTDIR)$(PREFIX)/include/evsparse.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/evsparse.pc \
+	      $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfig.cmake \
+	      $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfigVersion.cmake
+	-rmdir $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse 2>/dev/null
+
+# ---------------------------------------------------------------- demo
+DEMO_PREFIX := $(BUILD)/demo-prefix
+
+demo: $(CMAKE)
+	$(MAKE) install PREFIX=$(DEMO_PREFIX)
+	$(CMAKE) -S examples -B $(BUILD)/examples -DCMAKE_PREFIX_PATH=$(DEMO_PREFIX) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD)/examples
+	$(BUILD)/examples/quickstart
+
+# ---------------------------------------------------------------- tests
+test: cargo-test ffi-tests
+	@echo "make test: all suites passed"
+
+cargo-test:
+	cargo test --release
+
+ffi-tests: build check-header check-symbols test-c test-cpp test-python test-valgrind test-install
+
+check-header:
+	$(CC) -std=c11 $(WARN) -fsyntax-only -x c include/evsparse.h
+	$(CXX) -std=c++17 $(WARN) -fsyntax-only -x c++ include/evsparse.h
+	@echo "header compiles as C11 and C++17 with $(WARN)"
+
+check-symbols:
+	@bad=$$(nm -D --defined-only $(TARGET)/libevsparse.so | awk '{print $$3}' | grep -v '^evs_' || true); \
+	if [ -n "$$bad" ]; then echo "non-evs_ symbols exported:"; echo "$$bad"; exit 1; fi
+	@readelf -d $(TARGET)/libevsparse.so | grep -q 'SONAME.*\[libevsparse.so.$(MAJOR)\]' || { echo "SONAME is not libevsparse.so.$(MAJOR)"; exit 1; }
+	@echo "exports: $$(nm -D --defined-only $(TARGET)/libevsparse.so | grep -c ' evs_') evs_* symbols and nothing else; SONAME libevsparse.so.$(MAJOR)"
+
+$(BUILD)/test_c_shared: ffi_tests/test_c.c ffi_tests/testutil.h include/evsparse.h build
+	$(CC) $(CFLAGS_TEST) $< -o $@ -L$(STAGE) -levsparse -Wl,-rpath,$(STAGE) -lm
+
+$(BUILD)/test_c_static: ffi_tests/test_c.c ffi_tests/testutil.h include/evsparse.h build
+	$(CC) $(CFLAGS_TEST) $< -o $@ $(TARGET)/libevsparse.a $(STATIC_LIBS)
+
+$(BUILD)/test_cpp_shared: ffi_tests/test_cpp.cpp include/evsparse.h build
+	$(CXX) $(CXXFLAGS_TEST) $< -o $@ -L$(STAGE) -levsparse -Wl,-rpath,$(STAGE)
+
+$(BUILD)/test_cpp_static: ffi_tests/test_cpp.cpp include/evsparse.h build
+	$(CXX) $(CXXFLAGS_TEST) $< -o $@ $(TARGET)/libevsparse.a $(STATIC_LIBS)
+
+test-c: $(BUILD)/test_c_shared $(BUILD)/test_c_static
+	$(BUILD)/test_c_shared
+	$(BUILD)/test_c_static
+
+test-cpp: $(BUILD)/test_cpp_shared $(BUILD)/test_cpp_static
+	$(BUILD)/test_cpp_shared
+	$(BUILD)/test_cpp_static
+
+test-python: build
+	EVS_LIBRARY=$(STAGE)/libevsparse.so $(PYTHON) ffi_tests/test_ctypes.py
+
+test-valgrind: $(BUILD)/test_c_shared
+	EVS_NUM_THREADS=2 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	    --show-leak-kinds=definite $(BUILD)/test_c_shared --quick
+	@echo "valgrind: zero errors, zero definite leaks"
+
+# Installs into a scratch prefix, builds the C suite through find_package and through
+# pkg-config against it, runs both, then uninstalls and checks nothing is left.
+INSTALL_TEST := $(BUILD)/install-test
+test-install: $(CMAKE)
+	rm -rf $(INSTALL_TEST)
+	$(MAKE) --no-print-directory install PREFIX=$(INSTALL_TEST)/prefix
+	$(CMAKE) -S ffi_tests/consumer -B $(INSTALL_TEST)/cmake -DCMAKE_PREFIX_PATH=$(INSTALL_TEST)/prefix -DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) --build $(INSTALL_TEST)/cmake
+	$(INSTALL_TEST)/cmake/test_c_cmake_shared --quick
+	$(INSTALL_TEST)/cmake/test_c_cmake_static --quick
+	PKG_CONFIG_PATH=$(INSTALL_TEST)/prefix/lib/pkgconfig sh -c '$(CC) $(CFLAGS_TEST) ffi_tests/test_c.c -o $(INSTALL_TEST)/test_c_pkgconfig \
+	    $$(pkg-config --cflags evsparse) $$(pkg-config --libs evsparse) -Wl,-rpath,$(INSTALL_TEST)/prefix/lib -lm'
+	$(INSTALL_TEST)/test_c_pkgconfig --quick
+	PKG_CONFIG_PATH=$(INSTALL_TEST)/prefix/lib/pkgconfig sh -c '$(CC) $(CFLAGS_TEST) ffi_tests/test_c.c -o $(INSTALL_TEST)/test_c_pkgconfig_static \
+	    $$(pkg-config --cflags evsparse) $(INSTALL_TEST)/prefix/lib/libevsparse.a $$(pkg-config --static --libs-only-l evsparse | sed "s/-levsparse//") -lm'
+	$(INSTALL_TEST)/test_c_pkgconfig_static --quick
+	$(MAKE) --no-print-directory uninstall PREFIX=$(INSTALL_TEST)/prefix
+	@left=$$(find $(INSTALL_TEST)/prefix -type f -o -type l); \
+	if [ -n "$$left" ]; then echo "uninstall left files:"; echo "$$left"; exit 1; fi
+	@echo "install/uninstall, find_package and pkg-config: passed"
+
+# CPU timing of the issue's reference spmm (closing notes quote it).
+bench-cpu: build
+	$(CC) -std=c11 -O2 -Iinclude bench/cpu_spmm.c -o $(BUILD)/cpu_spmm -L$(STAGE) -levsparse -Wl,-rpath,$(STAGE)
+	$(BUILD)/cpu_spmm
+
+clean:
+	cargo clean
+	rm -rf $(BUILD)

@@ -1,0 +1,129 @@
+//! Block-sparse (BSR) matrices: bm x bk row-major blocks, int32 block structure.
+
+use super::context::{Context, Device, Stream};
+use super::csr::CsrView;
+use super::dense::{Dense, MAX_DIM};
+use super::memory::{host_slice, Buffer};
+use super::{checked_product, size_arg};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use std::sync::Arc;
+
+/// Block extents the kernels are built for.
+const BLOCK_SIZES: [usize; 4] = [16, 32, 64, 128];
+
+pub struct Bsr {
+    pub ctx: Arc<Context>,
+    /// Block rows and block columns.
+    pub mb: usize,
+    pub kb: usize,
+    pub bm: usize,
+    pub bk: usize,
+    pub nnzb: usize,
+    pub indptr: Arc<Buffer>,
+    pub indices: Arc<Buffer>,
+    /// nnzb * bm * bk values, block after block, each block row-major.
+    pub values: Dense,
+}
+
+pub struct BsrShape {
+    pub mb: usize,
+    pub kb: usize,
+    pub bm: usize,
+    pub bk: usize,
+    pub nnzb: usize,
+    pub dtype: DType,
+}
+
+impl BsrShape {
+    pub fn new(mb: i64, kb: i64, bm: i64, bk: i64, nnzb: i64, dtype: DType) -> Result<BsrShape> {
+        let block = |arg: &str, v: i64| -> Result<usize> {
+            if BLOCK_SIZES.contains(&(v as usize)) && v > 0 {
+                Ok(v as usize)
+            } else {
+                Err(Error::value(format!("{arg} = {v}: block extents must be 16, 32, 64 or 128")))
+            }
+        };
+        let (bm, bk) = (block("bm", bm)?, block("bk", bk)?);
+        let mb = size_arg("mb", mb, MAX_DIM / bm as i64)?;
+        let kb = size_arg("kb", kb, MAX_DIM / bk as i64)?;
+        let nnzb = size_arg("nnzb", nnzb, i32::MAX as i64)?;
+        if !matches!(dtype, DType::F16 | DType::BF16 | DType::F32) {
+            return Err(Error::dtype(format!("bsr values must be f16, bf16 or f32, got {}", dtype.name())));
+        }
+        checked_product("bsr values", &[nnzb, bm, bk, dtype.size()])?;
+        Ok(BsrShape { mb, kb, bm, bk, nnzb, dtype })
+    }
+
+    fn value_count(&self) -> usize {
+        self.nnzb * self.bm * self.bk
+    }
+}
+
+impl Bsr {
+    /// Validates host arrays and copies them into memory owned by the context.
+    ///
+    /// # Safety
+    /// `indptr` must hold mb + 1 int32 values, `indices` nnzb, and `values`
+    /// nnzb * bm * bk elements of the dtype.
+    pub unsafe fn from_host(
+        ctx: &Arc<Context>,
+        s: BsrShape,
+        indptr: *const i32,
+        indices: *const i32,
+        values: *const u8,
+    ) -> Result<Bsr> {
+        let view = CsrView { m: s.mb, k: s.kb, indptr: host_slice(indptr, s.mb + 1), indices: host_slice(indices, s.nnzb) };
+        view.validate("bsr")?;
+        let upload = |what: &str, bytes: &[u8]| -> Result<Arc<Buffer>> {
+            match ctx.device {
+                Device::Cpu => Ok(Arc::new(Buffer::from_host(what, bytes)?)),
+            }
+        };
+        let indptr = upload("bsr indptr", host_slice(indptr as *const u8, (s.mb + 1) * 4))?;
+        let indices = upload("bsr indices", host_slice(indices as *const u8, s.nnzb * 4))?;
+        let values = upload("bsr values", host_slice(values, s.value_count() * s.dtype.size()))?;
+        Ok(Bsr::assemble(ctx, s, indptr, indices, values))
+    }
+
+    /// Wraps the caller's arrays without copying; the structure is checked only by `validate`.
+    pub fn wrap(ctx: &Arc<Context>, s: BsrShape, indptr: *mut i32, indices: *mut i32, values: *mut u8) -> Result<Bsr> {
+        let indptr = Arc::new(Buffer::borrow("bsr indptr", indptr as *mut u8, (s.mb + 1) * 4, 4)?);
+        let indices = Arc::new(Buffer::borrow("bsr indices", indices as *mut u8, s.nnzb * 4, 4)?);
+        let values = Arc::new(Buffer::borrow("bsr values", values, s.value_count() * s.dtype.size(), s.dtype.size())?);
+        Ok(Bsr::assemble(ctx, s, indptr, indices, values))
+    }
+
+    fn assemble(ctx: &Arc<Context>, s: BsrShape, indptr: Arc<Buffer>, indices: Arc<Buffer>, values: Arc<Buffer>) -> Bsr {
+        let values = Dense::vector_of(ctx, values, s.dtype, s.value_count());
+        Bsr { ctx: ctx.clone(), mb: s.mb, kb: s.kb, bm: s.bm, bk: s.bk, nnzb: s.nnzb, indptr, indices, values }
+    }
+
+    /// The block structure as host slices.
+    ///
+    /// # Safety
+    /// The memory must be host memory.
+    pub unsafe fn view(&self) -> CsrView<'_, i32> {
+        CsrView {
+            m: self.mb,
+            k: self.kb,
+            indptr: host_slice(self.indptr.ptr() as *const i32, self.mb + 1),
+            indices: host_slice(self.indices.ptr() as *const i32, self.nnzb),
+        }
+    }
+
+    pub fn validate(&self, stream: &Stream) -> Result<()> {
+        match stream.ctx.device {
+            // SAFETY: CPU contexts hold host memory.
+            Device::Cpu => unsafe { self.view() }.validate("bsr"),
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.mb * self.bm
+    }
+
+    pub fn cols(&self) -> usize {
+        self.kb * self.bk
+    }
+}

@@ -1,0 +1,266 @@
+//! CSR matrices: structure, weights (homogeneous or heterogeneous), validation, and the
+//! derived structures cached by analysis.
+
+use super::context::{Context, Device, Stream};
+use super::dense::{Dense, MAX_DIM};
+use super::memory::{host_slice, Buffer};
+use super::{checked_product, size_arg};
+use crate::dtype::{with_float, Acc, DType, Float};
+use crate::error::{Error, Result};
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+/// An indptr element type (int32 or int64).
+pub trait Index: Copy + Send + Sync + 'static {
+    fn get(self) -> i64;
+}
+impl Index for i32 {
+    fn get(self) -> i64 {
+        self as i64
+    }
+}
+impl Index for i64 {
+    fn get(self) -> i64 {
+        self
+    }
+}
+
+/// Runs `$body` with `$P` bound to the Rust type of the CSR's indptr.
+macro_rules! with_index {
+    ($dtype:expr, $P:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::I32 => { type $P = i32; $body }
+            _ => { type $P = i64; $body }
+        }
+    };
+}
+pub(crate) use with_index;
+
+/// The structure of a CSR matrix as host slices.
+pub struct CsrView<'a, P> {
+    pub m: usize,
+    pub k: usize,
+    pub indptr: &'a [P],
+    pub indices: &'a [i32],
+}
+
+impl<P: Index> CsrView<'_, P> {
+    pub fn row(&self, i: usize) -> Range<usize> {
+        self.indptr[i].get() as usize..self.indptr[i + 1].get() as usize
+    }
+
+    /// Checks SPEC §4's structure rules; messages name the offending position and value.
+    pub fn validate(&self, what: &str) -> Result<()> {
+        let nnz = self.indices.len() as i64;
+        let first = self.indptr[0].get();
+        if first != 0 {
+            return Err(Error::structure(format!("{what}: indptr[0] = {first}, expected 0")));
+        }
+        for i in 0..self.m {
+            let (a, b) = (self.indptr[i].get(), self.indptr[i + 1].get());
+            if b < a {
+                return Err(Error::structure(format!(
+                    "{what}: indptr[{}] = {b} is less than indptr[{i}] = {a} (indptr must be non-decreasing)",
+                    i + 1
+                )));
+            }
+        }
+        let last = self.indptr[self.m].get();
+        if last != nnz {
+            return Err(Error::structure(format!("{what}: indptr[{}] = {last}, expected nnz = {nnz}", self.m)));
+        }
+        if let Some((j, &c)) = self.indices.iter().enumerate().find(|(_, &c)| c < 0 || c as usize >= self.k) {
+            return Err(Error::structure(format!(
+                "{what}: indices[{j}] = {c} out of range for {} columns",
+                self.k
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The per-entry weight: one scalar (kept as the dtype's value, widened to f64) or an array.
+pub enum Weights {
+    Homo(f64),
+    Hetero(Dense),
+}
+
+/// Structures derived from the sparsity pattern, built once and cached in the handle.
+pub struct Analysis {
+    /// CSC column pointers (k + 1 entries).
+    pub colptr: Vec<usize>,
+    /// Row of each entry in CSC order.
+    pub rowind: Vec<u32>,
+    /// Original (CSR) position of each entry in CSC order; rows stay in order within a column.
+    pub perm: Vec<usize>,
+    /// Row of each entry in CSR order.
+    pub row_of: Vec<u32>,
+}
+
+pub struct Csr {
+    pub ctx: Arc<Context>,
+    pub m: usize,
+    pub k: usize,
+    pub nnz: usize,
+    pub index: DType,
+    pub indptr: Arc<Buffer>,
+    pub indices: Arc<Buffer>,
+    pub dtype: DType,
+    pub weights: Weights,
+    analysis: OnceLock<Analysis>,
+}
+
+/// Sizes and types shared by the create and wrap entry points.
+pub struct CsrShape {
+    pub m: usize,
+    pub k: usize,
+    pub nnz: usize,
+    pub index: DType,
+    pub dtype: DType,
+}
+
+impl CsrShape {
+    pub fn new(m: i64, k: i64, nnz: i64, index: DType, dtype: DType) -> Result<CsrShape> {
+        let m = size_arg("m", m, MAX_DIM)?;
+        let k = size_arg("k", k, MAX_DIM)?;
+        let nnz = size_arg("nnz", nnz, i64::MAX)?;
+        match index {
+            DType::I32 if nnz > i32::MAX as usize => {
+                return Err(Error::value(format!("nnz = {nnz} does not fit an int32 indptr; use EVS_DTYPE_I64")))
+            }
+            DType::I32 | DType::I64 => {}
+            other => {
+                return Err(Error::dtype(format!("indptr type must be EVS_DTYPE_I32 or EVS_DTYPE_I64, got {}", other.name())))
+            }
+        }
+        dtype.expect_float("csr weights")?;
+        checked_product("csr", &[nnz, 8])?;
+        Ok(CsrShape { m, k, nnz, index, dtype })
+    }
+
+    fn indptr_bytes(&self) -> usize {
+        (self.m + 1) * self.index.size()
+    }
+}
+
+/// Rounds a homogeneous weight to the matrix dtype, so every backend sees the same value.
+fn round_to_dtype(dtype: DType, value: f64) -> Result<f64> {
+    fn round<T: Float>(value: f64) -> f64 {
+        T::from_f64(value).to_acc().widen()
+    }
+    with_float!(dtype, T => Ok(round::<T>(value)))
+}
+
+impl Csr {
+    /// Validates host arrays and copies them into memory owned by the context.
+    ///
+    /// # Safety
+    /// `indptr` must hold m + 1 elements of the index type, `indices` nnz int32 values, and
+    /// `weights` (when given) nnz elements of the dtype.
+    pub unsafe fn from_host(
+        ctx: &Arc<Context>,
+        shape: CsrShape,
+        indptr: *const u8,
+        indices: *const i32,
+        weights: Option<*const u8>,
+        homo: f64,
+    ) -> Result<Csr> {
+        let indptr = host_slice(indptr, shape.indptr_bytes());
+        let indices = host_slice(indices, shape.nnz);
+        with_index!(shape.index, P => {
+            let view = CsrView { m: shape.m, k: shape.k, indptr: host_slice(indptr.as_ptr() as *const P, shape.m + 1), indices };
+            view.validate("csr")?;
+        });
+        let upload = |what: &str, bytes: &[u8]| -> Result<Arc<Buffer>> {
+            match ctx.device {
+                Device::Cpu => Ok(Arc::new(Buffer::from_host(what, bytes)?)),
+            }
+        };
+        let indptr = upload("csr indptr", indptr)?;
+        let indices = upload("csr indices", host_slice(indices.as_ptr() as *const u8, shape.nnz * 4))?;
+        let weights = match weights {
+            Some(w) => {
+                let buf = upload("csr weights", host_slice(w, shape.nnz * shape.dtype.size()))?;
+                Weights::Hetero(Dense::vector_of(ctx, buf, shape.dtype, shape.nnz))
+            }
+            None => Weights::Homo(round_to_dtype(shape.dtype, homo)?),
+        };
+        Ok(Csr::assemble(ctx, shape, indptr, indices, weights))
+    }
+
+    /// Wraps the caller's arrays (device memory on CUDA contexts) without copying; the
+    /// structure is checked only by `validate`.
+    pub fn wrap(
+        ctx: &Arc<Context>,
+        shape: CsrShape,
+        indptr: *mut u8,
+        indices: *mut i32,
+        weights: Option<*mut u8>,
+        homo: f64,
+    ) -> Result<Csr> {
+        let indptr = Arc::new(Buffer::borrow("csr indptr", indptr, shape.indptr_bytes(), shape.index.size())?);
+        let indices = Arc::new(Buffer::borrow("csr indices", indices as *mut u8, shape.nnz * 4, 4)?);
+        let weights = match weights {
+            Some(w) => {
+                let buf = Buffer::borrow("csr weights", w, shape.nnz * shape.dtype.size(), shape.dtype.size())?;
+                Weights::Hetero(Dense::vector_of(ctx, Arc::new(buf), shape.dtype, shape.nnz))
+            }
+            None => Weights::Homo(round_to_dtype(shape.dtype, homo)?),
+        };
+        Ok(Csr::assemble(ctx, shape, indptr, indices, weights))
+    }
+
+    fn assemble(ctx: &Arc<Context>, s: CsrShape, indptr: Arc<Buffer>, indices: Arc<Buffer>, weights: Weights) -> Csr {
+        Csr {
+            ctx: ctx.clone(),
+            m: s.m,
+            k: s.k,
+            nnz: s.nnz,
+            index: s.index,
+            indptr,
+            indices,
+            dtype: s.dtype,
+            weights,
+            analysis: OnceLock::new(),
+        }
+    }
+
+    /// The structure as host slices.
+    ///
+    /// # Safety
+    /// `P` must be the indptr type and the memory must be host memory.
+    pub unsafe fn view<P: Index>(&self) -> CsrView<'_, P> {
+        CsrView {
+            m: self.m,
+            k: self.k,
+            indptr: host_slice(self.indptr.ptr() as *const P, self.m + 1),
+            indices: host_slice(self.indices.ptr() as *const i32, self.nnz),
+        }
+    }
+
+    pub fn validate(&self, stream: &Stream) -> Result<()> {
+        match stream.ctx.device {
+            // SAFETY: CPU contexts hold host memory; the index type selects P.
+            Device::Cpu => with_index!(self.index, P => unsafe { self.view::<P>() }.validate("csr")),
+        }
+    }
+
+    /// The cached analysis, built on first use.
+    pub fn analysis(&self) -> &Analysis {
+        // SAFETY: CPU contexts hold host memory; the index type selects P.
+        self.analysis
+            .get_or_init(|| self.ctx.run(|| with_index!(self.index, P => crate::cpu::analyse(unsafe { &self.view::<P>() }))))
+    }
+
+    pub fn hetero_weights(&self, what: &str) -> Result<&Dense> {
+        match &self.weights {
+            Weights::Hetero(w) => Ok(w),
+            Weights::Homo(_) => Err(Error::value(format!("{what}: the csr has homogeneous weights; this needs one weight per entry"))),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let kind = if matches!(self.weights, Weights::Homo(_)) { "homogeneous" } else { "heterogeneous" };
+        format!("{} x {} csr ({} entries, {kind} {})", self.m, self.k, self.nnz, self.dtype.name())
+    }
+}

@@ -1,0 +1,80 @@
+//! Raw memory regions, owned (allocated by evsparse) or borrowed (the caller's).
+
+use crate::error::{Error, Result};
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+const ALIGN: usize = 64;
+
+pub struct Buffer {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    owned: Option<Layout>,
+}
+
+// SAFETY: a Buffer is a plain memory region; ops synchronise access as the API documents
+// (the caller orders writes to one array, like with cuSPARSE).
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    /// Zero-filled host memory; `EVS_ERROR_OUT_OF_MEMORY` when the allocator refuses.
+    pub fn alloc_host(what: &str, bytes: usize) -> Result<Buffer> {
+        if bytes == 0 {
+            return Ok(Buffer { ptr: NonNull::<u64>::dangling().cast(), bytes: 0, owned: None });
+        }
+        let layout = Layout::from_size_align(bytes, ALIGN)
+            .map_err(|_| Error::value(format!("{what}: {bytes} bytes is too large")))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr)
+            .ok_or_else(|| Error::out_of_memory(format!("{what}: cannot allocate {bytes} bytes")))?;
+        Ok(Buffer { ptr, bytes, owned: Some(layout) })
+    }
+
+    /// Host memory initialised from `src`.
+    pub fn from_host(what: &str, src: &[u8]) -> Result<Buffer> {
+        let buf = Buffer::alloc_host(what, src.len())?;
+        // SAFETY: buf holds src.len() bytes and is a fresh allocation.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.ptr.as_ptr(), src.len()) };
+        Ok(buf)
+    }
+
+    /// The caller's memory; never freed by evsparse.
+    pub fn borrow(what: &str, ptr: *mut u8, bytes: usize, align: usize) -> Result<Buffer> {
+        let ptr = NonNull::new(ptr).ok_or_else(|| Error::null(format!("{what}: data pointer is NULL")))?;
+        if (ptr.as_ptr() as usize) % align != 0 {
+            return Err(Error::value(format!("{what}: pointer {:p} is not aligned to {align} bytes", ptr.as_ptr())));
+        }
+        Ok(Buffer { ptr, bytes, owned: None })
+    }
+
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Some(layout) = self.owned {
+            // SAFETY: allocated in alloc_host with this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+/// Reinterprets host bytes of a C array as a typed slice.
+///
+/// # Safety
+/// `ptr` must point to `len` readable, aligned elements of `T` (or `len` must be 0).
+pub unsafe fn host_slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+    if len == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(ptr, len)
+    }
+}

@@ -1,0 +1,235 @@
+//! Every operation of SPEC §3: argument checks (before any work), then backend dispatch.
+//! A call that fails a check changes nothing.
+
+use super::bsr::Bsr;
+use super::context::{Device, Stream};
+use super::csr::{Csr, Weights};
+use super::dense::Dense;
+use super::{InputKind, Op};
+use crate::cpu;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// Checks that every named handle lives in the stream's context.
+fn same_context(s: &Stream, handles: &[(&str, &std::sync::Arc<super::context::Context>)]) -> Result<()> {
+    handles.iter().try_for_each(|(arg, ctx)| s.expect_context(arg, ctx))
+}
+
+/// Fails when an output shares memory with an input or with the matrix' weights.
+fn disjoint(out: (&str, &Dense), inputs: &[(&str, &Dense)]) -> Result<()> {
+    inputs.iter().try_for_each(|(arg, d)| out.1.expect_disjoint(out.0, d, arg))
+}
+
+fn csr_weights(a: &Csr) -> Vec<(&'static str, &Dense)> {
+    match &a.weights {
+        Weights::Hetero(w) => vec![("the csr weights", w)],
+        Weights::Homo(_) => vec![],
+    }
+}
+
+/// The dtype rules for an input read as floats or events.
+fn check_input(kind: InputKind, arg: &str, x: &Dense, dtype: DType) -> Result<()> {
+    match kind {
+        InputKind::Float => x.dtype.expect(arg, dtype),
+        InputKind::Events => x.dtype.expect_event(arg),
+    }
+}
+
+/// Shape of `x`/`y` for a product whose input has `in_len` rows and output `out_len` rows;
+/// vectors for mv, 2-D arrays with a shared column count for mm.
+fn check_product_shapes(vector: bool, x: (&str, &Dense), in_len: usize, y: (&str, &Dense), out_len: usize) -> Result<()> {
+    if vector {
+        x.1.expect_vector(x.0, in_len)?;
+        y.1.expect_vector(y.0, out_len)
+    } else {
+        x.1.expect_2d(x.0)?;
+        x.1.expect_matrix(x.0, in_len, x.1.cols)?;
+        y.1.expect_matrix(y.0, out_len, x.1.cols)
+    }
+}
+
+fn check_bounds(lo: f64, hi: f64) -> Result<()> {
+    if lo.is_nan() || hi.is_nan() {
+        return Err(Error::value(format!("plasticity: bounds must not be NaN (w_min = {lo}, w_max = {hi})")));
+    }
+    if lo > hi {
+        return Err(Error::value(format!("plasticity: w_min = {lo} is greater than w_max = {hi}")));
+    }
+    Ok(())
+}
+
+/// spmv (`vector`) and spmm, N and T.
+#[allow(clippy::too_many_arguments)]
+pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense, vector: bool) -> Result<()> {
+    let (xa, ya) = if vector { ("x", "y") } else { ("B", "C") };
+    same_context(s, &[("A", &a.ctx), (xa, &x.ctx), (ya, &y.ctx)])?;
+    check_input(kind, xa, x, a.dtype)?;
+    y.dtype.expect(ya, a.dtype)?;
+    let (in_len, out_len) = if op == Op::N { (a.k, a.m) } else { (a.m, a.k) };
+    check_product_shapes(vector, (xa, x), in_len, (ya, y), out_len)?;
+    disjoint((ya, y), &[&[(xa, x)][..], &csr_weights(a)].concat())?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::spmm(op, kind, alpha, a, x, beta, y)),
+    }
+}
+
+/// yw2y, plain (1-D y and out) or batched (2-D), optionally with per-batch weights.
+#[allow(clippy::too_many_arguments)]
+pub fn yw2y(s: &Stream, op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f64, y: &Dense, beta: f64, out: &Dense) -> Result<()> {
+    same_context(s, &[("A", &a.ctx), ("y", &y.ctx), ("out", &out.ctx)])?;
+    if let Some(bw) = batch_weights {
+        same_context(s, &[("weights", &bw.ctx)])?;
+        bw.dtype.expect("weights", a.dtype)?;
+    }
+    y.dtype.expect("y", a.dtype)?;
+    out.dtype.expect("out", a.dtype)?;
+    let len = if op == Op::N { a.m } else { a.k };
+    let batches = if y.ndim == 1 {
+        y.expect_vector("y", len)?;
+        out.expect_vector("out", a.nnz)?;
+        1
+    } else {
+        y.expect_matrix("y", y.rows, len)?;
+        out.expect_matrix("out", y.rows, a.nnz)?;
+        y.rows
+    };
+    let mut inputs = [&[("y", y)][..], &csr_weights(a)].concat();
+    if let Some(bw) = batch_weights {
+        if y.ndim == 1 {
+            bw.expect_vector("weights", a.nnz)?;
+        } else {
+            bw.expect_matrix("weights", batches, a.nnz)?;
+        }
+        inputs.push(("weights", bw));
+    }
+    disjoint(("out", out), &inputs)?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
+    }
+}
+
+/// Dense event mv (`vector`) and mm: N `C = W·e(S)` with W m x k; T `C = Wᵀ·e(S)` with W k x m.
+#[allow(clippy::too_many_arguments)]
+pub fn dense_mm(s: &Stream, op: Op, kind: InputKind, alpha: f64, w: &Dense, x: &Dense, beta: f64, c: &Dense, vector: bool) -> Result<()> {
+    let (xa, ca) = if vector { ("s", "c") } else { ("S", "C") };
+    same_context(s, &[("W", &w.ctx), (xa, &x.ctx), (ca, &c.ctx)])?;
+    w.expect_2d("W")?;
+    w.dtype.expect_float("W")?;
+    check_input(kind, xa, x, w.dtype)?;
+    c.dtype.expect(ca, w.dtype)?;
+    let (in_len, out_len) = if op == Op::N { (w.cols, w.rows) } else { (w.rows, w.cols) };
+    check_product_shapes(vector, (xa, x), in_len, (ca, c), out_len)?;
+    disjoint((ca, c), &[(xa, x), ("W", w)])?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::dense_mm(op, kind, alpha, w, x, beta, c)),
+    }
+}
+
+/// Trace and spike checks shared by the CSR and dense plasticity rules: pre spikes index
+/// rows (`m`) and the trace columns (`k`); post the other way round.
+fn check_plasticity(post: bool, m: usize, k: usize, dtype: DType, spikes: &Dense, trace: &Dense) -> Result<()> {
+    let (sa, ta) = if post { ("post_spikes", "pre_trace") } else { ("pre_spikes", "post_trace") };
+    spikes.dtype.expect_event(sa)?;
+    trace.dtype.expect(ta, dtype)?;
+    let (spike_len, trace_len) = if post { (k, m) } else { (m, k) };
+    spikes.expect_vector(sa, spike_len)?;
+    trace.expect_vector(ta, trace_len)
+}
+
+/// CSR plasticity, pre (`post = false`) or post, in place on the hetero weights.
+pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    same_context(s, &[("A", &a.ctx), ("spikes", &spikes.ctx), ("trace", &trace.ctx)])?;
+    let weights = a.hetero_weights("plasticity")?;
+    check_plasticity(post, a.m, a.k, a.dtype, spikes, trace)?;
+    check_bounds(lo, hi)?;
+    disjoint(("the csr weights", weights), &[("spikes", spikes), ("trace", trace)])?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
+    }
+}
+
+/// Dense plasticity, pre or post, in place on W (m x k).
+pub fn dense_plasticity(s: &Stream, post: bool, w: &Dense, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    same_context(s, &[("W", &w.ctx), ("spikes", &spikes.ctx), ("trace", &trace.ctx)])?;
+    w.expect_2d("W")?;
+    w.dtype.expect_float("W")?;
+    check_plasticity(post, w.rows, w.cols, w.dtype, spikes, trace)?;
+    check_bounds(lo, hi)?;
+    disjoint(("W", w), &[("spikes", spikes), ("trace", trace)])?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
+    }
+}
+
+/// `C = alpha·A·B + beta·C` for BSR A.
+pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
+    same_context(s, &[("A", &a.ctx), ("B", &b.ctx), ("C", &c.ctx)])?;
+    let dtype = a.values.dtype;
+    b.dtype.expect("B", dtype)?;
+    if !(c.dtype == dtype || c.dtype == DType::F32) {
+        return Err(Error::dtype(format!("C has dtype {}, expected {} or f32", c.dtype.name(), dtype.name())));
+    }
+    b.expect_2d("B")?;
+    b.expect_matrix("B", a.cols(), b.cols)?;
+    c.expect_matrix("C", a.rows(), b.cols)?;
+    disjoint(("C", c), &[("B", b), ("A's values", &a.values)])?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::bsrmm(alpha, a, b, beta, c)),
+    }
+}
+
+/// Sorted indices of the active events and their count.
+pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Result<()> {
+    same_context(s, &[("spikes", &spikes.ctx), ("indices", &indices.ctx), ("count", &count.ctx)])?;
+    spikes.dtype.expect_event("spikes")?;
+    indices.dtype.expect("indices", DType::I32)?;
+    count.dtype.expect("count", DType::I32)?;
+    if spikes.ndim != 1 {
+        return Err(Error::shape(format!("spikes must be a 1-D array, got a {}", spikes.describe())));
+    }
+    if indices.ndim != 1 || indices.rows < spikes.rows {
+        return Err(Error::shape(format!(
+            "indices must be a 1-D array of at least {} elements, got a {}",
+            spikes.rows,
+            indices.describe()
+        )));
+    }
+    count.expect_vector("count", 1)?;
+    disjoint(("indices", indices), &[("spikes", spikes), ("count", count)])?;
+    disjoint(("count", count), &[("spikes", spikes)])?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::compact(spikes, indices, count)),
+    }
+}
+
+/// Fails unless `d` is an int32 or int64 vector whose type can hold `max_value`.
+fn check_int_vector(arg: &str, d: &Dense, len: usize, max_value: usize) -> Result<()> {
+    match d.dtype {
+        DType::I64 => {}
+        DType::I32 if max_value <= i32::MAX as usize => {}
+        DType::I32 => return Err(Error::dtype(format!("{arg}: value {max_value} does not fit int32; use int64"))),
+        other => return Err(Error::dtype(format!("{arg} has dtype {}, expected i32 or i64", other.name()))),
+    }
+    d.expect_vector(arg, len)
+}
+
+/// The CSC mirror of A: column pointers (k + 1), row indices (nnz, int32), permutation (nnz).
+pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &Dense) -> Result<()> {
+    same_context(s, &[("A", &a.ctx), ("colptr", &colptr.ctx), ("rowind", &rowind.ctx), ("perm", &perm.ctx)])?;
+    check_int_vector("colptr", colptr, a.k + 1, a.nnz)?;
+    rowind.dtype.expect("rowind", DType::I32)?;
+    rowind.expect_vector("rowind", a.nnz)?;
+    check_int_vector("perm", perm, a.nnz, a.nnz.saturating_sub(1))?;
+    disjoint(("colptr", colptr), &[("rowind", rowind), ("perm", perm)])?;
+    disjoint(("rowind", rowind), &[("perm", perm)])?;
+    match s.ctx.device {
+        Device::Cpu => s.ctx.run(|| cpu::csr_to_csc(a, colptr, rowind, perm)),
+    }
+}
+
+/// Builds and caches the derived structures now, so later calls allocate nothing.
+pub fn analyse(s: &Stream, a: &Csr) -> Result<()> {
+    same_context(s, &[("A", &a.ctx)])?;
+    a.analysis();
+    Ok(())
+}

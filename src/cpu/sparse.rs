@@ -1,0 +1,209 @@
+//! CSR operations: spmv/spmm, yw2y, plasticity, analysis and CSR -> CSC.
+
+use super::{load_events, load_input, packed, par_rows_mut, Blend, Clip, MIN_ROWS_PER_TASK};
+use crate::core::csr::{with_index, Analysis, Csr, CsrView, Index, Weights};
+use crate::core::dense::Dense;
+use crate::core::{InputKind, Op};
+use crate::dtype::{with_float, Acc, DType, Float};
+use crate::error::Result;
+use rayon::prelude::*;
+
+/// Per-entry weights in accumulator precision.
+enum EntryWeights<'a, T: Float> {
+    Homo(T::Acc),
+    Hetero(&'a [T]),
+}
+
+impl<T: Float> EntryWeights<'_, T> {
+    fn of(a: &Csr) -> EntryWeights<'_, T> {
+        match &a.weights {
+            Weights::Homo(v) => EntryWeights::Homo(T::Acc::cast(*v)),
+            // SAFETY: T is the csr dtype; CPU arrays are host memory.
+            Weights::Hetero(w) => EntryWeights::Hetero(unsafe { w.slice::<T>() }),
+        }
+    }
+
+    #[inline]
+    fn at(&self, j: usize) -> T::Acc {
+        match self {
+            EntryWeights::Homo(v) => *v,
+            EntryWeights::Hetero(w) => w[j].to_acc(),
+        }
+    }
+}
+
+/// Builds the CSC mirror by a stable counting sort over columns, and the row of every entry.
+pub fn analyse<P: Index>(a: &CsrView<P>) -> Analysis {
+    let nnz = a.indices.len();
+    let mut colptr = vec![0usize; a.k + 1];
+    for &c in a.indices {
+        colptr[c as usize + 1] += 1;
+    }
+    for c in 0..a.k {
+        colptr[c + 1] += colptr[c];
+    }
+    let mut next = colptr.clone();
+    let mut rowind = vec![0u32; nnz];
+    let mut perm = vec![0usize; nnz];
+    let mut row_of = vec![0u32; nnz];
+    for i in 0..a.m {
+        for j in a.row(i) {
+            let slot = &mut next[a.indices[j] as usize];
+            rowind[*slot] = i as u32;
+            perm[*slot] = j;
+            *slot += 1;
+            row_of[j] = i as u32;
+        }
+    }
+    Analysis { colptr, rowind, perm, row_of }
+}
+
+/// N: `y[i,:] = Σ_{j in row i} w_j x[indices[j],:]`; T: `y[c,:] = Σ_{indices[j]=c} w_j x[row(j),:]`.
+/// A vector is the one-column case.
+pub fn spmm(op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense) -> Result<()> {
+    with_float!(a.dtype, T => spmm_typed::<T>(op, kind, alpha, a, x, beta, y))
+}
+
+fn spmm_typed<T: Float>(op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense) -> Result<()> {
+    with_index!(a.index, P => {
+        let xs = load_input::<T>(x, kind)?;
+        let w = EntryWeights::<T>::of(a);
+        let blend = Blend::new(alpha, beta);
+        let n = y.cols;
+        // SAFETY: T is y's dtype (checked by the op), P the index type; host memory.
+        let (out, view) = unsafe { (y.slice_mut::<T>(), a.view::<P>()) };
+        match op {
+            Op::N => par_rows_mut(out, y.ld, n).enumerate().for_each_init(
+                || vec![T::Acc::ZERO; n],
+                |acc, (i, row)| {
+                    acc.fill(T::Acc::ZERO);
+                    for j in view.row(i) {
+                        axpy(acc, w.at(j), &xs[view.indices[j] as usize * n..][..n]);
+                    }
+                    row.iter_mut().zip(acc.iter()).for_each(|(o, &r)| blend.store(o, r));
+                },
+            ),
+            Op::T => {
+                let an = a.analysis();
+                par_rows_mut(out, y.ld, n).enumerate().for_each_init(
+                    || vec![T::Acc::ZERO; n],
+                    |acc, (c, row)| {
+                        acc.fill(T::Acc::ZERO);
+                        for p in an.colptr[c]..an.colptr[c + 1] {
+                            axpy(acc, w.at(an.perm[p]), &xs[an.rowind[p] as usize * n..][..n]);
+                        }
+                        row.iter_mut().zip(acc.iter()).for_each(|(o, &r)| blend.store(o, r));
+                    },
+                )
+            }
+        }
+        Ok(())
+    })
+}
+
+#[inline]
+fn axpy<A: Acc>(acc: &mut [A], w: A, x: &[A]) {
+    acc.iter_mut().zip(x).for_each(|(a, &v)| *a = *a + w * v);
+}
+
+/// N: `out[b,j] = w_j y[b,row(j)]`; T: `out[b,j] = w_j y[b,indices[j]]`, with per-batch
+/// weights `bw[b,j]` replacing w_j when given. A 1-D y and out are the one-batch case.
+pub fn yw2y(op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f64, y: &Dense, beta: f64, out: &Dense) -> Result<()> {
+    with_float!(a.dtype, T => yw2y_typed::<T>(op, a, batch_weights, alpha, y, beta, out))
+}
+
+fn yw2y_typed<T: Float>(op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f64, y: &Dense, beta: f64, out: &Dense) -> Result<()> {
+    {
+        let (batches, len) = if y.ndim == 1 { (1, y.rows) } else { (y.rows, y.cols) };
+        let ys = packed::<T, T::Acc>(y, Float::to_acc);
+        let bws = batch_weights.map(|bw| packed::<T, T::Acc>(bw, Float::to_acc));
+        let w = EntryWeights::<T>::of(a);
+        let blend = Blend::new(alpha, beta);
+        // SAFETY: T is the csr dtype, shared by y and out (checked by the op); host memory.
+        let outs = unsafe { out.slice_mut::<T>() };
+        // The element of y each entry reads: its row (N) or its column (T).
+        let source: Vec<usize> = match op {
+            Op::N => a.analysis().row_of.iter().map(|&r| r as usize).collect(),
+            // SAFETY: P is the index type; host memory.
+            Op::T => with_index!(a.index, P => unsafe { a.view::<P>() }.indices.iter().map(|&c| c as usize).collect()),
+        };
+        let (out_ld, out_cols) = if out.ndim == 1 { (a.nnz, a.nnz) } else { (out.ld, out.cols) };
+        for b in (0..batches).filter(|_| a.nnz > 0) {
+            let yb = &ys[b * len..][..len];
+            let row = &mut outs[b * out_ld..][..out_cols];
+            row.par_iter_mut().with_min_len(4096).enumerate().for_each(|(j, o)| {
+                let wj = match &bws {
+                    Some(bw) => bw[b * a.nnz + j],
+                    None => w.at(j),
+                };
+                blend.store(o, wj * yb[source[j]]);
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Splits hetero weights into one mutable slice per row, so rows update in parallel.
+fn weight_rows<'a, T, P: Index>(view: &CsrView<P>, mut w: &'a mut [T]) -> Vec<&'a mut [T]> {
+    (0..view.m)
+        .map(|i| {
+            let (row, rest) = std::mem::take(&mut w).split_at_mut(view.row(i).len());
+            w = rest;
+            row
+        })
+        .collect()
+}
+
+/// pre (`post = false`): for active row i, `w_j = clip(w_j + trace[indices[j]])`.
+/// post: for every entry whose column c is active, `w_j = clip(w_j + trace[row(j)])`.
+pub fn csr_plasticity(post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    with_float!(a.dtype, T => csr_plasticity_typed::<T>(post, a, spikes, trace, lo, hi))
+}
+
+fn csr_plasticity_typed<T: Float>(post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    let active = load_events(spikes)?;
+    let weights = a.hetero_weights("plasticity")?;
+    with_index!(a.index, P => {
+        let tr = packed::<T, T::Acc>(trace, Float::to_acc);
+        let clip = Clip::<T::Acc>::new(lo, hi);
+        // SAFETY: T is the weight dtype, P the index type; host memory.
+        let (view, ws) = unsafe { (a.view::<P>(), weights.slice_mut::<T>()) };
+        let cols = &view.indices;
+        let starts: Vec<usize> = (0..view.m).map(|i| view.row(i).start).collect();
+        weight_rows(&view, ws).into_par_iter().with_min_len(MIN_ROWS_PER_TASK).enumerate().for_each(|(i, row)| {
+            let cols = &cols[starts[i]..][..row.len()];
+            if post {
+                for (w, &c) in row.iter_mut().zip(cols) {
+                    if active[c as usize] {
+                        clip.add(w, tr[i]);
+                    }
+                }
+            } else if active[i] {
+                for (w, &c) in row.iter_mut().zip(cols) {
+                    clip.add(w, tr[c as usize]);
+                }
+            }
+        });
+        Ok(())
+    })
+}
+
+/// Writes the CSC mirror: column pointers, row indices, and the CSR position of each entry.
+pub fn csr_to_csc(a: &Csr, colptr: &Dense, rowind: &Dense, perm: &Dense) -> Result<()> {
+    let an = a.analysis();
+    write_ints(colptr, &an.colptr);
+    write_ints(rowind, &an.rowind.iter().map(|&r| r as usize).collect::<Vec<_>>());
+    write_ints(perm, &an.perm);
+    Ok(())
+}
+
+/// Stores usize values into an int32 or int64 vector (the op checked that they fit).
+fn write_ints(dst: &Dense, values: &[usize]) {
+    // SAFETY: the element type follows dst.dtype; host memory.
+    unsafe {
+        match dst.dtype {
+            DType::I32 => dst.slice_mut::<i32>().iter_mut().zip(values).for_each(|(d, &v)| *d = v as i32),
+            _ => dst.slice_mut::<i64>().iter_mut().zip(values).for_each(|(d, &v)| *d = v as i64),
+        }
+    }
+}

@@ -1,0 +1,563 @@
+//! Handles: creation, destruction and queries of contexts, streams, dense arrays, CSR and
+//! BSR matrices.
+//!
+//! A handle is a boxed `Tagged` value whose first word names its kind, so a handle of the
+//! wrong kind is rejected with `EVS_ERROR_INVALID_HANDLE` instead of being misread.
+
+use super::{guard, non_null, write_out};
+use crate::core::bsr::{Bsr, BsrShape};
+use crate::core::context::{evs_device_kind, Context, Stream};
+use crate::core::csr::{Csr, CsrShape, Weights};
+use crate::core::dense::Dense;
+use crate::dtype::{evs_dtype, DType};
+use crate::error::{evs_status, Error, Result};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A device (CPU or one GPU) with its loaded kernels and memory pool. Thread-safe.
+pub struct evs_context {
+    _opaque: [u8; 0],
+}
+/// An ordered queue of asynchronous work on a context's device.
+pub struct evs_stream {
+    _opaque: [u8; 0],
+}
+/// A 1-D or 2-D row-major array on a context's device, owned or borrowed.
+pub struct evs_dense {
+    _opaque: [u8; 0],
+}
+/// A CSR matrix with homogeneous or heterogeneous weights, plus its cached analysis.
+pub struct evs_csr {
+    _opaque: [u8; 0],
+}
+/// A block-sparse (BSR) matrix.
+pub struct evs_bsr {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+struct Tagged<T> {
+    tag: u64,
+    value: T,
+}
+
+const DEAD: u64 = 0xDEAD_DEAD_DEAD_DEAD;
+
+pub(crate) trait Handle {
+    const TAG: u64;
+    const NAME: &'static str;
+    type Value;
+}
+
+macro_rules! handle_kind {
+    ($($c:ty => $value:ty, $tag:expr, $name:expr;)*) => {
+        $(impl Handle for $c {
+            const TAG: u64 = $tag;
+            const NAME: &'static str = $name;
+            type Value = $value;
+        })*
+        fn tag_name(tag: u64) -> &'static str {
+            match tag {
+                $($tag => concat!("a ", $name, " handle"),)*
+                DEAD => "a destroyed handle",
+                _ => "not an evsparse handle",
+            }
+        }
+    };
+}
+
+handle_kind! {
+    evs_context => Arc<Context>, 0x4556_5343_4f4e_5458, "context";
+    evs_stream => Stream, 0x4556_5353_5452_4541, "stream";
+    evs_dense => Dense, 0x4556_5344_454e_5345, "dense";
+    evs_csr => Csr, 0x4556_5343_5352_4d41, "csr";
+    evs_bsr => Bsr, 0x4556_5342_5352_4d41, "bsr";
+}
+
+fn into_handle<H: Handle>(value: H::Value) -> *mut H {
+    Box::into_raw(Box::new(Tagged { tag: H::TAG, value })) as *mut H
+}
+
+/// Borrows the value behind a handle, checking NULL and the handle's kind.
+///
+/// # Safety
+/// `p` must be NULL or a pointer returned by evsparse (of any handle kind).
+pub(crate) unsafe fn get<'a, H: Handle>(arg: &str, p: *const H) -> Result<&'a H::Value> {
+    if p.is_null() {
+        return Err(Error::null(format!("{arg}: {} handle is NULL", H::NAME)));
+    }
+    let tagged = p as *const Tagged<H::Value>;
+    let tag = std::ptr::addr_of!((*tagged).tag).read();
+    if tag != H::TAG {
+        return Err(Error::invalid_handle(format!("{arg}: expected a {} handle, got {}", H::NAME, tag_name(tag))));
+    }
+    Ok(&(*tagged).value)
+}
+
+/// Destroys a handle; NULL is a no-op.
+///
+/// # Safety
+/// As for `get`; the handle must not be used afterwards.
+unsafe fn destroy<H: Handle>(p: *mut H) -> evs_status {
+    guard(|| {
+        if p.is_null() {
+            return Ok(());
+        }
+        get::<H>("handle", p)?;
+        let tagged = p as *mut Tagged<H::Value>;
+        (*tagged).tag = DEAD;
+        drop(Box::from_raw(tagged));
+        Ok(())
+    })
+}
+
+/// Creates a context on a device: `EVS_DEVICE_DEFAULT` (the first usable GPU, else the CPU),
+/// `EVS_DEVICE_CPU`, or `EVS_DEVICE_CUDA` with a device ordinal. The CPU backend uses
+/// `EVS_NUM_THREADS` threads if that variable is set, else one per core.
+#[no_mangle]
+pub unsafe extern "C" fn evs_context_create(kind: evs_device_kind, ordinal: i32, out: *mut *mut evs_context) -> evs_status {
+    guard(|| {
+        non_null("out", out)?;
+        if ordinal < 0 {
+            return Err(Error::value(format!("context: ordinal = {ordinal} is negative")));
+        }
+        write_out("out", out, into_handle::<evs_context>(Context::new(kind, ordinal)?))
+    })
+}
+
+/// Destroys a context. Handles made from it stay valid until they are destroyed. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn evs_context_destroy(ctx: *mut evs_context) -> evs_status {
+    destroy(ctx)
+}
+
+/// The device of a context: its kind (`EVS_DEVICE_CPU` or `EVS_DEVICE_CUDA`, never DEFAULT)
+/// and ordinal (0 for the CPU). Either output may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn evs_context_device(ctx: *const evs_context, kind: *mut evs_device_kind, ordinal: *mut i32) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        if !kind.is_null() {
+            kind.write(ctx.kind());
+        }
+        if !ordinal.is_null() {
+            ordinal.write(ctx.ordinal());
+        }
+        Ok(())
+    })
+}
+
+/// Creates a stream owned by evsparse. On a CPU context work runs synchronously.
+#[no_mangle]
+pub unsafe extern "C" fn evs_stream_create(ctx: *mut evs_context, out: *mut *mut evs_stream) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        non_null("out", out)?;
+        write_out("out", out, into_handle::<evs_stream>(Stream::new(ctx)))
+    })
+}
+
+/// Wraps a `CUstream`/`cudaStream_t` the caller owns (never destroyed by evsparse). Only CUDA
+/// contexts have native streams: on a CPU context this returns `EVS_ERROR_NOT_SUPPORTED`.
+#[no_mangle]
+pub unsafe extern "C" fn evs_stream_wrap(ctx: *mut evs_context, native: *mut c_void, out: *mut *mut evs_stream) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        non_null("out", out)?;
+        write_out("out", out, into_handle::<evs_stream>(Stream::wrap(ctx, native)?))
+    })
+}
+
+/// Blocks the calling thread until all work queued on the stream has finished.
+#[no_mangle]
+pub unsafe extern "C" fn evs_stream_synchronize(stream: *mut evs_stream) -> evs_status {
+    guard(|| get("stream", stream)?.synchronize())
+}
+
+/// Destroys a stream (a wrapped native stream is left alone). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn evs_stream_destroy(stream: *mut evs_stream) -> evs_status {
+    destroy(stream)
+}
+
+/// Creates an owned, zero-filled 1-D array of `n` elements.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_create_vector(ctx: *mut evs_context, dtype: evs_dtype, n: i64, out: *mut *mut evs_dense) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let dtype = DType::from_raw(dtype, "dtype")?;
+        non_null("out", out)?;
+        write_out("out", out, into_handle::<evs_dense>(Dense::create(ctx, dtype, 1, n, 1)?))
+    })
+}
+
+/// Creates an owned, zero-filled row-major `rows x cols` array (leading dimension = cols).
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_create_matrix(
+    ctx: *mut evs_context,
+    dtype: evs_dtype,
+    rows: i64,
+    cols: i64,
+    out: *mut *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let dtype = DType::from_raw(dtype, "dtype")?;
+        non_null("out", out)?;
+        write_out("out", out, into_handle::<evs_dense>(Dense::create(ctx, dtype, 2, rows, cols)?))
+    })
+}
+
+/// Wraps `n` contiguous elements the caller owns (zero-copy; a device pointer on CUDA
+/// contexts, host memory on CPU ones). `data` must be aligned to the element size and stay
+/// valid while the handle is used.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_wrap_vector(
+    ctx: *mut evs_context,
+    dtype: evs_dtype,
+    n: i64,
+    data: *mut c_void,
+    out: *mut *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let dtype = DType::from_raw(dtype, "dtype")?;
+        non_null("data", data)?;
+        non_null("out", out)?;
+        write_out("out", out, into_handle::<evs_dense>(Dense::wrap(ctx, dtype, 1, n, 1, 1, data as *mut u8)?))
+    })
+}
+
+/// Wraps a row-major `rows x cols` array with leading dimension `ld` (>= cols, in elements)
+/// that the caller owns (zero-copy).
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_wrap_matrix(
+    ctx: *mut evs_context,
+    dtype: evs_dtype,
+    rows: i64,
+    cols: i64,
+    ld: i64,
+    data: *mut c_void,
+    out: *mut *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let dtype = DType::from_raw(dtype, "dtype")?;
+        non_null("data", data)?;
+        non_null("out", out)?;
+        write_out("out", out, into_handle::<evs_dense>(Dense::wrap(ctx, dtype, 2, rows, cols, ld, data as *mut u8)?))
+    })
+}
+
+/// Destroys a dense handle (borrowed memory is left alone). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_destroy(dense: *mut evs_dense) -> evs_status {
+    destroy(dense)
+}
+
+/// Copies `count` packed row-major elements (count must equal rows x cols) from host memory,
+/// in stream order. The host buffer must stay valid until the stream is synchronized.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_copy_from_host(stream: *mut evs_stream, dst: *mut evs_dense, src: *const c_void, count: i64) -> evs_status {
+    guard(|| {
+        let (s, d) = (get("stream", stream)?, get("dst", dst)?);
+        s.expect_context("dst", &d.ctx)?;
+        non_null("src", src)?;
+        d.copy_from_host(s, src as *const u8, host_count(count)?)
+    })
+}
+
+/// Copies the elements, packed row-major, to host memory (`count` = rows x cols), in stream
+/// order: the data is there once the stream is synchronized.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_copy_to_host(stream: *mut evs_stream, src: *const evs_dense, dst: *mut c_void, count: i64) -> evs_status {
+    guard(|| {
+        let (s, d) = (get("stream", stream)?, get("src", src)?);
+        s.expect_context("src", &d.ctx)?;
+        non_null("dst", dst)?;
+        d.copy_to_host(s, dst as *mut u8, host_count(count)?)
+    })
+}
+
+fn host_count(count: i64) -> Result<usize> {
+    usize::try_from(count).map_err(|_| Error::value(format!("count = {count} is negative")))
+}
+
+/// Sets every element to `value` (converted to the dtype; bool stores value != 0).
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_fill(stream: *mut evs_stream, dense: *mut evs_dense, value: f64) -> evs_status {
+    guard(|| {
+        let (s, d) = (get("stream", stream)?, get("dense", dense)?);
+        s.expect_context("dense", &d.ctx)?;
+        d.fill(s, value)
+    })
+}
+
+/// Shape of a dense array: ndim (1 or 2), rows (the length of a 1-D array), cols (1 for 1-D)
+/// and leading dimension in elements. Any output may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_shape(dense: *const evs_dense, ndim: *mut i32, rows: *mut i64, cols: *mut i64, ld: *mut i64) -> evs_status {
+    guard(|| {
+        let d = get("dense", dense)?;
+        write_optional(ndim, d.ndim as i32);
+        write_optional(rows, d.rows as i64);
+        write_optional(cols, d.cols as i64);
+        write_optional(ld, d.ld as i64);
+        Ok(())
+    })
+}
+
+unsafe fn write_optional<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        out.write(value);
+    }
+}
+
+/// The element type of a dense array.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_dtype(dense: *const evs_dense, out: *mut evs_dtype) -> evs_status {
+    guard(|| {
+        let d = get("dense", dense)?;
+        write_out("out", out, d.dtype.raw())
+    })
+}
+
+/// The address of the first element (a device pointer on CUDA contexts).
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_data(dense: *const evs_dense, out: *mut *mut c_void) -> evs_status {
+    guard(|| {
+        let d = get("dense", dense)?;
+        write_out("out", out, d.buf.ptr() as *mut c_void)
+    })
+}
+
+/// Creates a CSR matrix from host arrays, checking the structure and copying it to the
+/// context's device. `index_type` is `EVS_DTYPE_I32` or `EVS_DTYPE_I64` (the type of
+/// `indptr`, m + 1 values); `indices` holds nnz int32 column indices (unsorted and duplicate
+/// indices are allowed; duplicates add up). `weights` is NULL for a homogeneous matrix whose
+/// entries all weigh `homo_weight`, else nnz values of `dtype`.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_create(
+    ctx: *mut evs_context,
+    m: i64,
+    k: i64,
+    nnz: i64,
+    index_type: evs_dtype,
+    indptr: *const c_void,
+    indices: *const i32,
+    dtype: evs_dtype,
+    weights: *const c_void,
+    homo_weight: f64,
+    out: *mut *mut evs_csr,
+) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let shape = csr_shape(m, k, nnz, index_type, dtype)?;
+        non_null("indptr", indptr)?;
+        if shape.nnz > 0 {
+            non_null("indices", indices)?;
+        }
+        non_null("out", out)?;
+        let weights = (!weights.is_null()).then_some(weights as *const u8);
+        let csr = Csr::from_host(ctx, shape, indptr as *const u8, indices, weights, homo_weight)?;
+        write_out("out", out, into_handle::<evs_csr>(csr))
+    })
+}
+
+/// Wraps CSR arrays the caller owns (zero-copy; device memory on CUDA contexts). Arguments
+/// as for `evs_csr_create`. The structure is trusted: call `evs_csr_validate` to check it.
+/// The structure must not change while the handle lives; hetero weights may.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_wrap(
+    ctx: *mut evs_context,
+    m: i64,
+    k: i64,
+    nnz: i64,
+    index_type: evs_dtype,
+    indptr: *mut c_void,
+    indices: *mut i32,
+    dtype: evs_dtype,
+    weights: *mut c_void,
+    homo_weight: f64,
+    out: *mut *mut evs_csr,
+) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let shape = csr_shape(m, k, nnz, index_type, dtype)?;
+        non_null("indptr", indptr)?;
+        non_null("indices", indices)?;
+        non_null("out", out)?;
+        let weights = (!weights.is_null()).then_some(weights as *mut u8);
+        let csr = Csr::wrap(ctx, shape, indptr as *mut u8, indices, weights, homo_weight)?;
+        write_out("out", out, into_handle::<evs_csr>(csr))
+    })
+}
+
+fn csr_shape(m: i64, k: i64, nnz: i64, index_type: evs_dtype, dtype: evs_dtype) -> Result<CsrShape> {
+    let index = DType::from_raw(index_type, "index_type")?;
+    let dtype = DType::from_raw(dtype, "dtype")?;
+    CsrShape::new(m, k, nnz, index, dtype)
+}
+
+/// Destroys a CSR handle and its cached analysis (borrowed arrays are left alone). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_destroy(csr: *mut evs_csr) -> evs_status {
+    destroy(csr)
+}
+
+/// Checks the structure of a (wrapped) CSR matrix: indptr[0] = 0, non-decreasing,
+/// indptr[m] = nnz, every index in [0, k). Fails with `EVS_ERROR_INVALID_STRUCTURE`.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_validate(stream: *mut evs_stream, csr: *const evs_csr) -> evs_status {
+    guard(|| {
+        let (s, a) = (get("stream", stream)?, get("csr", csr)?);
+        s.expect_context("csr", &a.ctx)?;
+        a.validate(s)
+    })
+}
+
+/// Builds and caches the derived structures (CSC mirror, row ids) now, so that later
+/// operations allocate nothing and never synchronize the host.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_analyse(stream: *mut evs_stream, csr: *mut evs_csr) -> evs_status {
+    guard(|| crate::core::ops::analyse(get("stream", stream)?, get("csr", csr)?))
+}
+
+/// Shape of a CSR matrix. Any output may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_shape(csr: *const evs_csr, m: *mut i64, k: *mut i64, nnz: *mut i64) -> evs_status {
+    guard(|| {
+        let a = get("csr", csr)?;
+        write_optional(m, a.m as i64);
+        write_optional(k, a.k as i64);
+        write_optional(nnz, a.nnz as i64);
+        Ok(())
+    })
+}
+
+/// Types of a CSR matrix: weight dtype, indptr type, and whether the weights are
+/// homogeneous (1) or one per entry (0). Any output may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_types(csr: *const evs_csr, dtype: *mut evs_dtype, index_type: *mut evs_dtype, homogeneous: *mut i32) -> evs_status {
+    guard(|| {
+        let a = get("csr", csr)?;
+        write_optional(dtype, a.dtype.raw());
+        write_optional(index_type, a.index.raw());
+        write_optional(homogeneous, matches!(a.weights, Weights::Homo(_)) as i32);
+        Ok(())
+    })
+}
+
+/// A new 1-D dense handle viewing the heterogeneous weights (nnz elements, zero-copy), to read
+/// or write them with the dense functions. Destroy it with `evs_dense_destroy`; it keeps the
+/// weights alive. Fails with `EVS_ERROR_INVALID_VALUE` on a homogeneous matrix.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_weights(csr: *const evs_csr, out: *mut *mut evs_dense) -> evs_status {
+    guard(|| {
+        let a = get("csr", csr)?;
+        non_null("out", out)?;
+        let w = a.hetero_weights("csr weights")?;
+        let view = Dense::vector_of(&a.ctx, w.buf.clone(), w.dtype, a.nnz);
+        write_out("out", out, into_handle::<evs_dense>(view))
+    })
+}
+
+/// Creates a BSR matrix of `mb x kb` blocks of `bm x bk` (each 16, 32, 64 or 128) from host
+/// arrays: `indptr` (mb + 1 int32), `indices` (nnzb int32 block columns), `values`
+/// (nnzb * bm * bk elements of `dtype`: f16, bf16 or f32; each block row-major). The matrix
+/// is (mb * bm) x (kb * bk).
+#[no_mangle]
+pub unsafe extern "C" fn evs_bsr_create(
+    ctx: *mut evs_context,
+    mb: i64,
+    kb: i64,
+    bm: i64,
+    bk: i64,
+    nnzb: i64,
+    indptr: *const i32,
+    indices: *const i32,
+    dtype: evs_dtype,
+    values: *const c_void,
+    out: *mut *mut evs_bsr,
+) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let shape = BsrShape::new(mb, kb, bm, bk, nnzb, DType::from_raw(dtype, "dtype")?)?;
+        non_null("indptr", indptr)?;
+        if shape.nnzb > 0 {
+            non_null("indices", indices)?;
+            non_null("values", values)?;
+        }
+        non_null("out", out)?;
+        let bsr = Bsr::from_host(ctx, shape, indptr, indices, values as *const u8)?;
+        write_out("out", out, into_handle::<evs_bsr>(bsr))
+    })
+}
+
+/// Wraps BSR arrays the caller owns (zero-copy). Arguments as for `evs_bsr_create`; the
+/// structure is trusted: call `evs_bsr_validate` to check it.
+#[no_mangle]
+pub unsafe extern "C" fn evs_bsr_wrap(
+    ctx: *mut evs_context,
+    mb: i64,
+    kb: i64,
+    bm: i64,
+    bk: i64,
+    nnzb: i64,
+    indptr: *mut i32,
+    indices: *mut i32,
+    dtype: evs_dtype,
+    values: *mut c_void,
+    out: *mut *mut evs_bsr,
+) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        let shape = BsrShape::new(mb, kb, bm, bk, nnzb, DType::from_raw(dtype, "dtype")?)?;
+        non_null("indptr", indptr)?;
+        non_null("indices", indices)?;
+        non_null("values", values)?;
+        non_null("out", out)?;
+        let bsr = Bsr::wrap(ctx, shape, indptr, indices, values as *mut u8)?;
+        write_out("out", out, into_handle::<evs_bsr>(bsr))
+    })
+}
+
+/// Destroys a BSR handle (borrowed arrays are left alone). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn evs_bsr_destroy(bsr: *mut evs_bsr) -> evs_status {
+    destroy(bsr)
+}
+
+/// Checks the block structure of a (wrapped) BSR matrix, as `evs_csr_validate` does.
+#[no_mangle]
+pub unsafe extern "C" fn evs_bsr_validate(stream: *mut evs_stream, bsr: *const evs_bsr) -> evs_status {
+    guard(|| {
+        let (s, a) = (get("stream", stream)?, get("bsr", bsr)?);
+        s.expect_context("bsr", &a.ctx)?;
+        a.validate(s)
+    })
+}
+
+/// Shape of a BSR matrix: rows and cols in elements, block extents, stored blocks, dtype.
+/// Any output may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn evs_bsr_shape(
+    bsr: *const evs_bsr,
+    rows: *mut i64,
+    cols: *mut i64,
+    bm: *mut i64,
+    bk: *mut i64,
+    nnzb: *mut i64,
+    dtype: *mut evs_dtype,
+) -> evs_status {
+    guard(|| {
+        let a = get("bsr", bsr)?;
+        write_optional(rows, a.rows() as i64);
+        write_optional(cols, a.cols() as i64);
+        write_optional(bm, a.bm as i64);
+        write_optional(bk, a.bk as i64);
+        write_optional(nnzb, a.nnzb as i64);
+        write_optional(dtype, a.values.dtype.raw());
+        Ok(())
+    })
+}

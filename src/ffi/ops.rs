@@ -1,0 +1,240 @@
+//! Entry points of the operations of SPEC §3. Each checks its handles here and its shapes,
+//! dtypes and contexts in `core::ops` before any work; a rejected call changes nothing.
+
+use super::guard;
+use super::handles::{get, evs_bsr, evs_csr, evs_dense, evs_stream};
+use crate::core::{evs_input_kind, evs_op, ops, InputKind, Op};
+use crate::error::evs_status;
+
+/// Sparse matrix × vector: N `y = alpha·A·x + beta·y` (x length k, y length m), T
+/// `y = alpha·Aᵀ·x + beta·y` (x length m, y length k). `kind` is `EVS_INPUT_FLOAT` (x has A's
+/// dtype) or `EVS_INPUT_EVENTS` (x is bool or float; active entries count as 1). With
+/// beta = 0, y is not read.
+#[no_mangle]
+pub unsafe extern "C" fn evs_spmv(
+    stream: *mut evs_stream,
+    op: evs_op,
+    kind: evs_input_kind,
+    alpha: f64,
+    a: *const evs_csr,
+    x: *const evs_dense,
+    beta: f64,
+    y: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let (op, kind) = (Op::from_raw(op)?, InputKind::from_raw(kind)?);
+        ops::spmm(get("stream", stream)?, op, kind, alpha, get("A", a)?, get("x", x)?, beta, get("y", y)?, true)
+    })
+}
+
+/// Sparse matrix × dense matrix: N `C(m x n) = alpha·A·B(k x n) + beta·C`, T
+/// `C(k x n) = alpha·Aᵀ·B(m x n) + beta·C`. B and C are 2-D row-major; `kind` as for `evs_spmv`.
+#[no_mangle]
+pub unsafe extern "C" fn evs_spmm(
+    stream: *mut evs_stream,
+    op: evs_op,
+    kind: evs_input_kind,
+    alpha: f64,
+    a: *const evs_csr,
+    b: *const evs_dense,
+    beta: f64,
+    c: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let (op, kind) = (Op::from_raw(op)?, InputKind::from_raw(kind)?);
+        ops::spmm(get("stream", stream)?, op, kind, alpha, get("A", a)?, get("B", b)?, beta, get("C", c)?, false)
+    })
+}
+
+/// Per-synapse product: N `out[j] = alpha·w_j·y[row(j)] + beta·out[j]`, T
+/// `out[j] = alpha·w_j·y[indices[j]] + beta·out[j]`. y is 1-D (length m for N, k for T) with
+/// out 1-D (nnz), or batched: y is b x (m or k) and out b x nnz. Dtypes are A's.
+#[no_mangle]
+pub unsafe extern "C" fn evs_yw2y(
+    stream: *mut evs_stream,
+    op: evs_op,
+    alpha: f64,
+    a: *const evs_csr,
+    y: *const evs_dense,
+    beta: f64,
+    out: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let op = Op::from_raw(op)?;
+        ops::yw2y(get("stream", stream)?, op, get("A", a)?, None, alpha, get("y", y)?, beta, get("out", out)?)
+    })
+}
+
+/// `evs_yw2y` with per-batch weights: `weights` (b x nnz, or nnz for 1-D y) replaces A's
+/// weights; A gives the structure only.
+#[no_mangle]
+pub unsafe extern "C" fn evs_yw2y_weighted(
+    stream: *mut evs_stream,
+    op: evs_op,
+    alpha: f64,
+    a: *const evs_csr,
+    weights: *const evs_dense,
+    y: *const evs_dense,
+    beta: f64,
+    out: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let op = Op::from_raw(op)?;
+        let (a, w) = (get("A", a)?, get("weights", weights)?);
+        ops::yw2y(get("stream", stream)?, op, a, Some(w), alpha, get("y", y)?, beta, get("out", out)?)
+    })
+}
+
+/// Dense weights × event (or float) vector: N `c = alpha·W·e(s) + beta·c` with W m x k,
+/// s length k, c length m; T `c = alpha·Wᵀ·e(s) + beta·c` with W k x m.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_mv(
+    stream: *mut evs_stream,
+    op: evs_op,
+    kind: evs_input_kind,
+    alpha: f64,
+    w: *const evs_dense,
+    s: *const evs_dense,
+    beta: f64,
+    c: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let (op, kind) = (Op::from_raw(op)?, InputKind::from_raw(kind)?);
+        ops::dense_mm(get("stream", stream)?, op, kind, alpha, get("W", w)?, get("s", s)?, beta, get("c", c)?, true)
+    })
+}
+
+/// Dense weights × event (or float) matrix: N `C(m x n) = alpha·W(m x k)·e(S)(k x n) + beta·C`,
+/// T `C(m x n) = alpha·W(k x m)ᵀ·e(S)(k x n) + beta·C`.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_mm(
+    stream: *mut evs_stream,
+    op: evs_op,
+    kind: evs_input_kind,
+    alpha: f64,
+    w: *const evs_dense,
+    s: *const evs_dense,
+    beta: f64,
+    c: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let (op, kind) = (Op::from_raw(op)?, InputKind::from_raw(kind)?);
+        ops::dense_mm(get("stream", stream)?, op, kind, alpha, get("W", w)?, get("S", s)?, beta, get("C", c)?, false)
+    })
+}
+
+/// Pre-synaptic plasticity on heterogeneous CSR weights: for every active pre-neuron i
+/// (`pre_spikes`, length m, bool or float) and j in row i,
+/// `w_j = clip(w_j + post_trace[indices[j]], w_min, w_max)` (`post_trace`: length k, A's dtype).
+/// Use -INFINITY / INFINITY for an absent bound.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_plasticity_pre(
+    stream: *mut evs_stream,
+    a: *mut evs_csr,
+    pre_spikes: *const evs_dense,
+    post_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| {
+        let (s, a) = (get("stream", stream)?, get("A", a)?);
+        ops::csr_plasticity(s, false, a, get("pre_spikes", pre_spikes)?, get("post_trace", post_trace)?, w_min, w_max)
+    })
+}
+
+/// Post-synaptic plasticity on heterogeneous CSR weights: for every active post-neuron c
+/// (`post_spikes`, length k) and every j with indices[j] = c,
+/// `w_j = clip(w_j + pre_trace[row(j)], w_min, w_max)` (`pre_trace`: length m).
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_plasticity_post(
+    stream: *mut evs_stream,
+    a: *mut evs_csr,
+    post_spikes: *const evs_dense,
+    pre_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| {
+        let (s, a) = (get("stream", stream)?, get("A", a)?);
+        ops::csr_plasticity(s, true, a, get("post_spikes", post_spikes)?, get("pre_trace", pre_trace)?, w_min, w_max)
+    })
+}
+
+/// Pre-synaptic plasticity on dense weights W (m x k): `W[i,:] = clip(W[i,:] + post_trace)` for
+/// every active i of `pre_spikes` (length m); `post_trace` has length k.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_plasticity_pre(
+    stream: *mut evs_stream,
+    w: *mut evs_dense,
+    pre_spikes: *const evs_dense,
+    post_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| {
+        let (s, w) = (get("stream", stream)?, get("W", w)?);
+        ops::dense_plasticity(s, false, w, get("pre_spikes", pre_spikes)?, get("post_trace", post_trace)?, w_min, w_max)
+    })
+}
+
+/// Post-synaptic plasticity on dense weights W (m x k): `W[:,c] = clip(W[:,c] + pre_trace)` for
+/// every active c of `post_spikes` (length k); `pre_trace` has length m.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_plasticity_post(
+    stream: *mut evs_stream,
+    w: *mut evs_dense,
+    post_spikes: *const evs_dense,
+    pre_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| {
+        let (s, w) = (get("stream", stream)?, get("W", w)?);
+        ops::dense_plasticity(s, true, w, get("post_spikes", post_spikes)?, get("pre_trace", pre_trace)?, w_min, w_max)
+    })
+}
+
+/// Block-sparse × dense: `C(M x N) = alpha·A(M x K)·B(K x N) + beta·C`, accumulating in f32.
+/// B has A's dtype; C has A's dtype or f32.
+#[no_mangle]
+pub unsafe extern "C" fn evs_bsrmm(
+    stream: *mut evs_stream,
+    alpha: f64,
+    a: *const evs_bsr,
+    b: *const evs_dense,
+    beta: f64,
+    c: *mut evs_dense,
+) -> evs_status {
+    guard(|| ops::bsrmm(get("stream", stream)?, alpha, get("A", a)?, get("B", b)?, beta, get("C", c)?))
+}
+
+/// Event compaction: writes the indices of the active entries of `spikes` (1-D, bool or
+/// float), in increasing order, to `indices[0..count)` (int32, at least as long as spikes;
+/// later elements are untouched) and the count to `count[0]` (int32 vector of length 1,
+/// readable on the device without a host sync).
+#[no_mangle]
+pub unsafe extern "C" fn evs_compact_events(
+    stream: *mut evs_stream,
+    spikes: *const evs_dense,
+    indices: *mut evs_dense,
+    count: *mut evs_dense,
+) -> evs_status {
+    guard(|| ops::compact(get("stream", stream)?, get("spikes", spikes)?, get("indices", indices)?, get("count", count)?))
+}
+
+/// CSR → CSC: `colptr` (k + 1, int32 or int64), `rowind` (nnz, int32) and `perm` (nnz, int32
+/// or int64): the CSC entry p is the CSR entry perm[p], so CSC weights are `weights[perm[p]]`.
+/// Stable: rows stay in increasing order within a column.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_to_csc(
+    stream: *mut evs_stream,
+    a: *const evs_csr,
+    colptr: *mut evs_dense,
+    rowind: *mut evs_dense,
+    perm: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let s = get("stream", stream)?;
+        ops::csr_to_csc(s, get("A", a)?, get("colptr", colptr)?, get("rowind", rowind)?, get("perm", perm)?)
+    })
+}
