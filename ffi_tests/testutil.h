@@ -42,7 +42,7 @@ static int g_passed, g_failed;
         CHECK(st_ == EVS_SUCCESS || evs_last_error()[0] != '\0', "%s left no message", #call); \
     } while (0)
 
-static int report(const char *suite) {
+static inline int report(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
 }
@@ -50,25 +50,25 @@ static int report(const char *suite) {
 /* ------------------------------------------------------------------ RNG */
 static uint64_t g_rng;
 
-static void seed_rng(void) {
+static inline void seed_rng(void) {
     const char *s = getenv("EVS_TEST_SEED");
     g_rng = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
     if (g_rng == 0) g_rng = 1;
     printf("seed: EVS_TEST_SEED=%llu\n", (unsigned long long)g_rng);
 }
 
-static uint64_t rnd(void) {
+static inline uint64_t rnd(void) {
     g_rng ^= g_rng >> 12;
     g_rng ^= g_rng << 25;
     g_rng ^= g_rng >> 27;
     return g_rng * 2685821657736338717ULL;
 }
 
-static int rnd_int(int n) { return n <= 0 ? 0 : (int)(rnd() % (uint64_t)n); }
-static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
+static inline int rnd_int(int n) { return n <= 0 ? 0 : (int)(rnd() % (uint64_t)n); }
+static inline double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
 
 /* ------------------------------------------------------------------ f16 / bf16 */
-static uint16_t f32_to_f16(float f) {
+static inline uint16_t f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000u, e8 = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
@@ -87,7 +87,7 @@ static uint16_t f32_to_f16(float f) {
     return (uint16_t)h;
 }
 
-static float f16_to_f32(uint16_t h) {
+static inline float f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
     if (e == 0) {
         float f = ldexpf((float)mant, -24);
@@ -99,7 +99,7 @@ static float f16_to_f32(uint16_t h) {
     return f;
 }
 
-static uint16_t f32_to_bf16(float f) {
+static inline uint16_t f32_to_bf16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
@@ -107,7 +107,7 @@ static uint16_t f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
-static float bf16_to_f32(uint16_t h) {
+static inline float bf16_to_f32(uint16_t h) {
     uint32_t x = (uint32_t)h << 16;
     float f;
     memcpy(&f, &x, 4);
@@ -117,7 +117,7 @@ static float bf16_to_f32(uint16_t h) {
 /* ------------------------------------------------------------------ dtypes */
 static const evs_dtype FLOAT_DTYPES[] = {EVS_DTYPE_F16, EVS_DTYPE_BF16, EVS_DTYPE_F32, EVS_DTYPE_F64};
 
-static size_t dtype_size(evs_dtype t) {
+static inline size_t dtype_size(evs_dtype t) {
     switch (t) {
     case EVS_DTYPE_BOOL: return 1;
     case EVS_DTYPE_F16: case EVS_DTYPE_BF16: return 2;
@@ -126,7 +126,7 @@ static size_t dtype_size(evs_dtype t) {
     }
 }
 
-static const char *dtype_name(evs_dtype t) {
+static inline const char *dtype_name(evs_dtype t) {
     switch (t) {
     case EVS_DTYPE_F16: return "f16";
     case EVS_DTYPE_BF16: return "bf16";
@@ -139,7 +139,7 @@ static const char *dtype_name(evs_dtype t) {
 }
 
 /* Writes v into element i of a buffer of dtype t (rounding to nearest even). */
-static void put(evs_dtype t, void *buf, size_t i, double v) {
+static inline void put(evs_dtype t, void *buf, size_t i, double v) {
     switch (t) {
     case EVS_DTYPE_F16: ((uint16_t *)buf)[i] = f32_to_f16((float)v); break;
     case EVS_DTYPE_BF16: ((uint16_t *)buf)[i] = f32_to_bf16((float)v); break;
@@ -151,7 +151,7 @@ static void put(evs_dtype t, void *buf, size_t i, double v) {
     }
 }
 
-static double get(evs_dtype t, const void *buf, size_t i) {
+static inline double get(evs_dtype t, const void *buf, size_t i) {
     switch (t) {
     case EVS_DTYPE_F16: return f16_to_f32(((const uint16_t *)buf)[i]);
     case EVS_DTYPE_BF16: return bf16_to_f32(((const uint16_t *)buf)[i]);
@@ -164,14 +164,14 @@ static double get(evs_dtype t, const void *buf, size_t i) {
 }
 
 /* The value v takes once stored in dtype t. */
-static double round_to(evs_dtype t, double v) {
+static inline double round_to(evs_dtype t, double v) {
     unsigned char tmp[8];
     put(t, tmp, 0, v);
     return get(t, tmp, 0);
 }
 
 /* Relative tolerance for a result of dtype t, against the sum of |terms|. */
-static double tolerance(evs_dtype t) {
+static inline double tolerance(evs_dtype t) {
     switch (t) {
     case EVS_DTYPE_F16: return 4e-3;
     case EVS_DTYPE_BF16: return 2e-2;
@@ -180,7 +180,7 @@ static double tolerance(evs_dtype t) {
     }
 }
 
-static void *xmalloc(size_t n) {
+static inline void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) {
         fprintf(stderr, "out of memory\n");
@@ -190,7 +190,7 @@ static void *xmalloc(size_t n) {
 }
 
 /* Packs doubles into a fresh buffer of dtype t. */
-static void *pack(evs_dtype t, const double *v, size_t n) {
+static inline void *pack(evs_dtype t, const double *v, size_t n) {
     void *buf = xmalloc(n * dtype_size(t));
     for (size_t i = 0; i < n; i++) put(t, buf, i, v[i]);
     return buf;

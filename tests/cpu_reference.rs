@@ -1,0 +1,212 @@
+//! The CPU backend against naive references written here, through the safe core API, on
+//! random inputs (odd sizes, empty rows, duplicates, nnz = 0), plus validation units.
+
+use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU};
+use evsparse::core::csr::{Csr, CsrShape};
+use evsparse::core::dense::Dense;
+use evsparse::core::{ops, InputKind, Op};
+use evsparse::dtype::DType;
+use evsparse::error::*;
+use std::sync::Arc;
+
+/// xorshift64*, seeded from EVS_TEST_SEED or the clock (printed, to replay a failure).
+struct Rng(u64);
+impl Rng {
+    fn new() -> Rng {
+        let seed = std::env::var("EVS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+        });
+        println!("seed: EVS_TEST_SEED={seed}");
+        Rng(seed)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(2685821657736338717)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+fn setup() -> (Arc<Context>, Stream) {
+    let ctx = Context::new(EVS_DEVICE_CPU, 0).unwrap();
+    let stream = Stream::new(&ctx);
+    (ctx, stream)
+}
+
+fn vector_f64(ctx: &Arc<Context>, s: &Stream, values: &[f64]) -> Dense {
+    let d = Dense::create(ctx, DType::F64, 1, values.len() as i64, 1).unwrap();
+    unsafe { d.copy_from_host(s, values.as_ptr() as *const u8, values.len()).unwrap() };
+    d
+}
+
+fn read_f64(s: &Stream, d: &Dense) -> Vec<f64> {
+    let mut out = vec![0.0; d.len()];
+    unsafe { d.copy_to_host(s, out.as_mut_ptr() as *mut u8, out.len()).unwrap() };
+    out
+}
+
+struct Triples {
+    m: usize,
+    k: usize,
+    indptr: Vec<i64>,
+    indices: Vec<i32>,
+    w: Vec<f64>,
+}
+
+fn random_csr(rng: &mut Rng) -> Triples {
+    let (m, k) = (1 + rng.below(60), 1 + rng.below(60));
+    let mut indptr = vec![0i64];
+    let mut indices = vec![];
+    for _ in 0..m {
+        let len = if rng.below(4) == 0 { 0 } else { rng.below(10) };
+        for _ in 0..len {
+            let dup = !indices.is_empty() && rng.below(5) == 0;
+            indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
+        }
+        indptr.push(indices.len() as i64);
+    }
+    let w = (0..indices.len()).map(|_| rng.unit()).collect();
+    Triples { m, k, indptr, indices, w }
+}
+
+fn upload(ctx: &Arc<Context>, a: &Triples) -> Csr {
+    let shape = CsrShape::new(a.m as i64, a.k as i64, a.indices.len() as i64, DType::I64, DType::F64).unwrap();
+    unsafe {
+        Csr::from_host(ctx, shape, a.indptr.as_ptr() as *const u8, a.indices.as_ptr(), Some(a.w.as_ptr() as *const u8), 0.0)
+            .unwrap()
+    }
+}
+
+fn entries(a: &Triples) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    (0..a.m).flat_map(move |i| (a.indptr[i] as usize..a.indptr[i + 1] as usize).map(move |j| (i, a.indices[j] as usize, j)))
+}
+
+fn assert_close(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{what}[{i}]: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn spmv_both_ops_match_naive_reference() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    for _ in 0..50 {
+        let a = random_csr(&mut rng);
+        let csr = upload(&ctx, &a);
+        for op in [Op::N, Op::T] {
+            let (n_in, n_out) = if op == Op::N { (a.k, a.m) } else { (a.m, a.k) };
+            let x: Vec<f64> = (0..n_in).map(|_| rng.unit()).collect();
+            let mut want = vec![0.0; n_out];
+            for (r, c, j) in entries(&a) {
+                let (src, dst) = if op == Op::N { (c, r) } else { (r, c) };
+                want[dst] += a.w[j] * x[src];
+            }
+            let (xd, yd) = (vector_f64(&ctx, &s, &x), vector_f64(&ctx, &s, &vec![f64::NAN; n_out]));
+            ops::spmm(&s, op, InputKind::Float, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
+            assert_close("spmv", &read_f64(&s, &yd), &want);
+        }
+    }
+}
+
+#[test]
+fn events_count_as_one_when_positive() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    let a = random_csr(&mut rng);
+    let csr = upload(&ctx, &a);
+    let x: Vec<f64> = (0..a.m).map(|i| [-1.0, 0.0, 0.25, 3.0][i % 4]).collect();
+    let mut want = vec![0.0; a.k];
+    for (r, c, j) in entries(&a) {
+        want[c] += if x[r] > 0.0 { a.w[j] } else { 0.0 };
+    }
+    let (xd, yd) = (vector_f64(&ctx, &s, &x), vector_f64(&ctx, &s, &vec![0.0; a.k]));
+    ops::spmm(&s, Op::T, InputKind::Events, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
+    assert_close("events", &read_f64(&s, &yd), &want);
+}
+
+#[test]
+fn plasticity_clips_only_touched_synapses() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    for _ in 0..20 {
+        let a = random_csr(&mut rng);
+        let csr = upload(&ctx, &a);
+        let spikes: Vec<f64> = (0..a.k).map(|_| (rng.below(3) == 0) as u8 as f64).collect();
+        let trace: Vec<f64> = (0..a.m).map(|_| rng.unit()).collect();
+        let mut want = a.w.clone();
+        for (r, c, j) in entries(&a) {
+            if spikes[c] > 0.0 {
+                want[j] = (a.w[j] + trace[r]).clamp(-0.3, 0.3);
+            }
+        }
+        let (sd, td) = (vector_f64(&ctx, &s, &spikes), vector_f64(&ctx, &s, &trace));
+        ops::csr_plasticity(&s, true, &csr, &sd, &td, -0.3, 0.3).unwrap();
+        let weights = csr.hetero_weights("test").unwrap();
+        assert_close("post plasticity", &read_f64(&s, weights), &want);
+    }
+}
+
+#[test]
+fn analysis_is_a_stable_csc_mirror() {
+    let (ctx, _s) = setup();
+    let mut rng = Rng::new();
+    for _ in 0..30 {
+        let a = random_csr(&mut rng);
+        let csr = upload(&ctx, &a);
+        let an = csr.analysis();
+        let mut order: Vec<(usize, usize, usize)> = entries(&a).map(|(r, c, j)| (c, r, j)).collect();
+        order.sort();
+        let rows: Vec<usize> = order.iter().map(|o| o.1).collect();
+        let perm: Vec<usize> = order.iter().map(|o| o.2).collect();
+        assert_eq!(an.rowind.iter().map(|&r| r as usize).collect::<Vec<_>>(), rows);
+        assert_eq!(an.perm, perm);
+        assert_eq!(*an.colptr.last().unwrap(), a.indices.len());
+    }
+}
+
+fn csr_error(m: i64, k: i64, indptr: &[i32], indices: &[i32]) -> Error {
+    let (ctx, _s) = setup();
+    let shape = CsrShape::new(m, k, indices.len() as i64, DType::I32, DType::F32).unwrap();
+    unsafe { Csr::from_host(&ctx, shape, indptr.as_ptr() as *const u8, indices.as_ptr(), None, 1.0) }.err().unwrap()
+}
+
+#[test]
+fn structure_errors_name_position_and_value() {
+    let e = csr_error(2, 5000, &[0, 1, 2], &[0, 5003]);
+    assert_eq!(e.status, EVS_ERROR_INVALID_STRUCTURE);
+    assert_eq!(e.message, "csr: indices[1] = 5003 out of range for 5000 columns");
+    assert_eq!(csr_error(2, 3, &[1, 1, 2], &[0, 1]).message, "csr: indptr[0] = 1, expected 0");
+    assert!(csr_error(2, 3, &[0, 2, 1], &[0, 1]).message.contains("non-decreasing"));
+    assert_eq!(csr_error(2, 3, &[0, 1, 1], &[0, 1]).message, "csr: indptr[2] = 1, expected nnz = 2");
+}
+
+#[test]
+fn sizes_are_checked_before_memory_is_read() {
+    let too_many = CsrShape::new(4, 4, 3_000_000_000, DType::I32, DType::F32).err().unwrap();
+    assert_eq!(too_many.status, EVS_ERROR_INVALID_VALUE);
+    assert!(too_many.message.contains("int32"));
+    assert_eq!(CsrShape::new(-1, 4, 0, DType::I32, DType::F32).err().unwrap().status, EVS_ERROR_INVALID_VALUE);
+    assert_eq!(CsrShape::new(4, 4, 0, DType::F32, DType::F32).err().unwrap().status, EVS_ERROR_DTYPE_MISMATCH);
+    assert_eq!(CsrShape::new(4, 4, 0, DType::I64, DType::Bool).err().unwrap().status, EVS_ERROR_DTYPE_MISMATCH);
+}
+
+#[test]
+fn shape_mismatch_is_reported_before_work() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    let a = random_csr(&mut rng);
+    let csr = upload(&ctx, &a);
+    let x = vector_f64(&ctx, &s, &vec![1.0; a.k + 1]);
+    let y = vector_f64(&ctx, &s, &vec![7.0; a.m]);
+    let e = ops::spmm(&s, Op::N, InputKind::Float, 1.0, &csr, &x, 0.0, &y, true).err().unwrap();
+    assert_eq!(e.status, EVS_ERROR_SHAPE_MISMATCH);
+    assert_eq!(read_f64(&s, &y), vec![7.0; a.m]);
+}
