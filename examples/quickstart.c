@@ -3,6 +3,7 @@
  * Builds a random network as a CSR matrix (pre-synaptic neurons x post-synaptic neurons),
  * propagates a spike vector with spmv T on events, applies pre- and post-synaptic
  * plasticity, and reads the results back, timing each step. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <evsparse.h>
 
 #include <stdint.h>
