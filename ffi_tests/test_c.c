@@ -761,6 +761,15 @@ static void test_csr_handles(void) {
     /* wrapping trusts the structure until validate is asked */
     if (is_cpu) {
         OK(evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, ip, oob, EVS_DTYPE_F32, w, 0, &a));
+        /* an operation checks a wrapped structure once, before any kernel reads it */
+        evs_dense *x3 = NULL, *y3 = NULL;
+        OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 3, &x3));
+        OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 3, &y3));
+        FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_spmv(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, a, x3, 0, y3));
+        FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_csr_analyse(st, a));
+        FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_csr_plasticity_pre(st, a, x3, y3, -1, 1));
+        OK(evs_dense_destroy(x3));
+        OK(evs_dense_destroy(y3));
         FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_csr_validate(st, a));
         CHECK(strstr(evs_last_error(), "indices[2] = 7") != NULL, "validate message: %s", evs_last_error());
         OK(evs_csr_destroy(a));
@@ -850,6 +859,12 @@ static void test_bsr_handles(void) {
     CHECK(a == (evs_bsr *)0x1, "failed create must leave out untouched");
     if (is_cpu) {
         OK(evs_bsr_wrap(ctx, 2, 2, 16, 32, 2, ip, oob, EVS_DTYPE_F32, v, &a));
+        evs_dense *b = NULL, *c = NULL;
+        OK(evs_dense_create_matrix(ctx, EVS_DTYPE_F32, 64, 3, &b));
+        OK(evs_dense_create_matrix(ctx, EVS_DTYPE_F32, 32, 3, &c));
+        FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_bsrmm(st, 1, a, b, 0, c));
+        OK(evs_dense_destroy(b));
+        OK(evs_dense_destroy(c));
         FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_bsr_validate(st, a));
         OK(evs_bsr_destroy(a));
     }

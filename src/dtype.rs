@@ -110,9 +110,7 @@ impl DType {
 }
 
 /// Accumulator arithmetic: f32 for f16/bf16/f32, f64 for f64.
-pub trait Acc:
-    Copy + Send + Sync + PartialOrd + Add<Output = Self> + Mul<Output = Self> + 'static
-{
+pub trait Acc: Copy + Send + Sync + PartialOrd + Add<Output = Self> + Mul<Output = Self> + 'static {
     const ZERO: Self;
     const ONE: Self;
     fn cast(v: f64) -> Self;
@@ -200,10 +198,22 @@ impl_float_event!(f16, bf16, f32, f64);
 macro_rules! with_float {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            $crate::dtype::DType::F16 => { type $T = half::f16; $body }
-            $crate::dtype::DType::BF16 => { type $T = half::bf16; $body }
-            $crate::dtype::DType::F32 => { type $T = f32; $body }
-            $crate::dtype::DType::F64 => { type $T = f64; $body }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
             other => return Err($crate::error::Error::internal(format!("no float kernel for dtype {}", other.name()))),
         }
     };
@@ -213,11 +223,26 @@ macro_rules! with_float {
 macro_rules! with_event {
     ($dtype:expr, $E:ident => $body:expr) => {
         match $dtype {
-            $crate::dtype::DType::Bool => { type $E = u8; $body }
-            $crate::dtype::DType::F16 => { type $E = half::f16; $body }
-            $crate::dtype::DType::BF16 => { type $E = half::bf16; $body }
-            $crate::dtype::DType::F32 => { type $E = f32; $body }
-            $crate::dtype::DType::F64 => { type $E = f64; $body }
+            $crate::dtype::DType::Bool => {
+                type $E = u8;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $E = half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $E = half::bf16;
+                $body
+            }
+            $crate::dtype::DType::F32 => {
+                type $E = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $E = f64;
+                $body
+            }
             other => return Err($crate::error::Error::internal(format!("no event kernel for dtype {}", other.name()))),
         }
     };

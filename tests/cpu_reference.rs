@@ -46,7 +46,7 @@ fn vector_f64(ctx: &Arc<Context>, s: &Stream, values: &[f64]) -> Dense {
 }
 
 fn read_f64(s: &Stream, d: &Dense) -> Vec<f64> {
-    let mut out = vec![0.0; d.len()];
+    let mut out = vec![0.0; d.numel()];
     unsafe { d.copy_to_host(s, out.as_mut_ptr() as *mut u8, out.len()).unwrap() };
     out
 }
@@ -78,13 +78,21 @@ fn random_csr(rng: &mut Rng) -> Triples {
 fn upload(ctx: &Arc<Context>, a: &Triples) -> Csr {
     let shape = CsrShape::new(a.m as i64, a.k as i64, a.indices.len() as i64, DType::I64, DType::F64).unwrap();
     unsafe {
-        Csr::from_host(ctx, shape, a.indptr.as_ptr() as *const u8, a.indices.as_ptr(), Some(a.w.as_ptr() as *const u8), 0.0)
-            .unwrap()
+        Csr::from_host(
+            ctx,
+            shape,
+            a.indptr.as_ptr() as *const u8,
+            a.indices.as_ptr(),
+            Some(a.w.as_ptr() as *const u8),
+            0.0,
+        )
+        .unwrap()
     }
 }
 
 fn entries(a: &Triples) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
-    (0..a.m).flat_map(move |i| (a.indptr[i] as usize..a.indptr[i + 1] as usize).map(move |j| (i, a.indices[j] as usize, j)))
+    (0..a.m)
+        .flat_map(move |i| (a.indptr[i] as usize..a.indptr[i + 1] as usize).map(move |j| (i, a.indices[j] as usize, j)))
 }
 
 fn assert_close(what: &str, got: &[f64], want: &[f64]) {

@@ -5,16 +5,14 @@
 fn committed_header_matches_generated() {
     let generated = include_str!(concat!(env!("OUT_DIR"), "/evsparse.h"));
     let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/evsparse.h")).unwrap();
-    assert!(
-        generated == committed,
-        "include/evsparse.h is stale: run `make header` and commit the result"
-    );
+    assert!(generated == committed, "include/evsparse.h is stale: run `make header` and commit the result");
 }
 
 #[test]
 fn version_constants_match_cargo() {
     let version = env!("CARGO_PKG_VERSION");
-    let expected = format!("{}.{}.{}", evsparse::EVS_VERSION_MAJOR, evsparse::EVS_VERSION_MINOR, evsparse::EVS_VERSION_PATCH);
+    let expected =
+        format!("{}.{}.{}", evsparse::EVS_VERSION_MAJOR, evsparse::EVS_VERSION_MINOR, evsparse::EVS_VERSION_PATCH);
     assert_eq!(version, expected);
     let c = unsafe { std::ffi::CStr::from_ptr(evsparse::ffi::evs_version()) };
     assert_eq!(c.to_str().unwrap(), version);
@@ -32,7 +30,8 @@ fn every_exported_function_is_documented_in_the_header() {
         }
     }
     // Every `pub extern "C"` function of src/ffi appears, so the header covers the whole ABI.
-    let sources = [include_str!("../src/ffi/mod.rs"), include_str!("../src/ffi/handles.rs"), include_str!("../src/ffi/ops.rs")];
+    let sources =
+        [include_str!("../src/ffi/mod.rs"), include_str!("../src/ffi/handles.rs"), include_str!("../src/ffi/ops.rs")];
     let exported: usize = sources.iter().map(|s| s.matches("extern \"C\" fn evs_").count()).sum();
     assert_eq!(functions, exported, "header declares {functions} functions, the sources export {exported}");
     assert!(functions >= 47);

@@ -7,7 +7,7 @@ use super::memory::{host_slice, Buffer};
 use super::{checked_product, size_arg};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Block extents the kernels are built for.
 const BLOCK_SIZES: [usize; 4] = [16, 32, 64, 128];
@@ -24,6 +24,8 @@ pub struct Bsr {
     pub indices: Arc<Buffer>,
     /// nnzb * bm * bk values, block after block, each block row-major.
     pub values: Dense,
+    /// The outcome of the structure check (see `Csr::expect_valid`).
+    structure: OnceLock<Result<()>>,
 }
 
 pub struct BsrShape {
@@ -73,20 +75,19 @@ impl Bsr {
         indices: *const i32,
         values: *const u8,
     ) -> Result<Bsr> {
-        let view = CsrView { m: s.mb, k: s.kb, indptr: host_slice(indptr, s.mb + 1), indices: host_slice(indices, s.nnzb) };
+        let view =
+            CsrView { m: s.mb, k: s.kb, indptr: host_slice(indptr, s.mb + 1), indices: host_slice(indices, s.nnzb) };
         view.validate("bsr")?;
-        let upload = |what: &str, bytes: &[u8]| -> Result<Arc<Buffer>> {
-            match ctx.device {
-                Device::Cpu => Ok(Arc::new(Buffer::from_host(what, bytes)?)),
-            }
-        };
-        let indptr = upload("bsr indptr", host_slice(indptr as *const u8, (s.mb + 1) * 4))?;
-        let indices = upload("bsr indices", host_slice(indices as *const u8, s.nnzb * 4))?;
-        let values = upload("bsr values", host_slice(values, s.value_count() * s.dtype.size()))?;
-        Ok(Bsr::assemble(ctx, s, indptr, indices, values))
+        let indptr = ctx.upload("bsr indptr", host_slice(indptr as *const u8, (s.mb + 1) * 4))?;
+        let indices = ctx.upload("bsr indices", host_slice(indices as *const u8, s.nnzb * 4))?;
+        let values = ctx.upload("bsr values", host_slice(values, s.value_count() * s.dtype.size()))?;
+        let bsr = Bsr::assemble(ctx, s, indptr, indices, values);
+        bsr.structure.get_or_init(|| Ok(()));
+        Ok(bsr)
     }
 
-    /// Wraps the caller's arrays without copying; the structure is checked only by `validate`.
+    /// Wraps the caller's arrays without copying. The structure is checked by `validate`, or
+    /// once before its first use by an operation.
     pub fn wrap(ctx: &Arc<Context>, s: BsrShape, indptr: *mut i32, indices: *mut i32, values: *mut u8) -> Result<Bsr> {
         let indptr = Arc::new(Buffer::borrow("bsr indptr", indptr as *mut u8, (s.mb + 1) * 4, 4)?);
         let indices = Arc::new(Buffer::borrow("bsr indices", indices as *mut u8, s.nnzb * 4, 4)?);
@@ -94,9 +95,27 @@ impl Bsr {
         Ok(Bsr::assemble(ctx, s, indptr, indices, values))
     }
 
-    fn assemble(ctx: &Arc<Context>, s: BsrShape, indptr: Arc<Buffer>, indices: Arc<Buffer>, values: Arc<Buffer>) -> Bsr {
+    fn assemble(
+        ctx: &Arc<Context>,
+        s: BsrShape,
+        indptr: Arc<Buffer>,
+        indices: Arc<Buffer>,
+        values: Arc<Buffer>,
+    ) -> Bsr {
         let values = Dense::vector_of(ctx, values, s.dtype, s.value_count());
-        Bsr { ctx: ctx.clone(), mb: s.mb, kb: s.kb, bm: s.bm, bk: s.bk, nnzb: s.nnzb, indptr, indices, values }
+        let structure = OnceLock::new();
+        Bsr {
+            ctx: ctx.clone(),
+            mb: s.mb,
+            kb: s.kb,
+            bm: s.bm,
+            bk: s.bk,
+            nnzb: s.nnzb,
+            indptr,
+            indices,
+            values,
+            structure,
+        }
     }
 
     /// The block structure as host slices.
@@ -117,6 +136,11 @@ impl Bsr {
             // SAFETY: CPU contexts hold host memory.
             Device::Cpu => unsafe { self.view() }.validate("bsr"),
         }
+    }
+
+    /// Fails unless the structure is valid, checking a wrapped matrix once.
+    pub fn expect_valid(&self, stream: &Stream) -> Result<()> {
+        self.structure.get_or_init(|| self.validate(stream)).clone()
     }
 
     pub fn rows(&self) -> usize {

@@ -1,5 +1,6 @@
 //! Contexts (one device each) and streams.
 
+use super::memory::Buffer;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
@@ -59,6 +60,20 @@ impl Context {
         self.pool.install(work)
     }
 
+    /// Zero-filled memory on this context's device.
+    pub fn alloc(&self, what: &str, bytes: usize) -> Result<Buffer> {
+        match self.device {
+            Device::Cpu => Buffer::alloc_host(what, bytes),
+        }
+    }
+
+    /// Memory on this context's device holding a copy of host bytes.
+    pub fn upload(&self, what: &str, bytes: &[u8]) -> Result<Arc<Buffer>> {
+        match self.device {
+            Device::Cpu => Ok(Arc::new(Buffer::from_host(what, bytes)?)),
+        }
+    }
+
     pub fn same(a: &Arc<Context>, b: &Arc<Context>) -> bool {
         Arc::ptr_eq(a, b)
     }
@@ -76,9 +91,9 @@ impl Stream {
 
     pub fn wrap(ctx: &Arc<Context>, native: *mut std::ffi::c_void) -> Result<Stream> {
         match ctx.device {
-            Device::Cpu => Err(Error::not_supported(format!(
-                "stream: cannot wrap native stream {native:p} on a CPU context"
-            ))),
+            Device::Cpu => {
+                Err(Error::not_supported(format!("stream: cannot wrap native stream {native:p} on a CPU context")))
+            }
         }
     }
 

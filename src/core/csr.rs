@@ -29,8 +29,14 @@ impl Index for i64 {
 macro_rules! with_index {
     ($dtype:expr, $P:ident => $body:expr) => {
         match $dtype {
-            $crate::dtype::DType::I32 => { type $P = i32; $body }
-            _ => { type $P = i64; $body }
+            $crate::dtype::DType::I32 => {
+                type $P = i32;
+                $body
+            }
+            _ => {
+                type $P = i64;
+                $body
+            }
         }
     };
 }
@@ -70,10 +76,7 @@ impl<P: Index> CsrView<'_, P> {
             return Err(Error::structure(format!("{what}: indptr[{}] = {last}, expected nnz = {nnz}", self.m)));
         }
         if let Some((j, &c)) = self.indices.iter().enumerate().find(|(_, &c)| c < 0 || c as usize >= self.k) {
-            return Err(Error::structure(format!(
-                "{what}: indices[{j}] = {c} out of range for {} columns",
-                self.k
-            )));
+            return Err(Error::structure(format!("{what}: indices[{j}] = {c} out of range for {} columns", self.k)));
         }
         Ok(())
     }
@@ -108,6 +111,9 @@ pub struct Csr {
     pub dtype: DType,
     pub weights: Weights,
     analysis: OnceLock<Analysis>,
+    /// The outcome of the structure check: set on creation from host arrays, on first use
+    /// for wrapped ones.
+    structure: OnceLock<Result<()>>,
 }
 
 /// Sizes and types shared by the create and wrap entry points.
@@ -130,7 +136,10 @@ impl CsrShape {
             }
             DType::I32 | DType::I64 => {}
             other => {
-                return Err(Error::dtype(format!("indptr type must be EVS_DTYPE_I32 or EVS_DTYPE_I64, got {}", other.name())))
+                return Err(Error::dtype(format!(
+                    "indptr type must be EVS_DTYPE_I32 or EVS_DTYPE_I64, got {}",
+                    other.name()
+                )))
             }
         }
         dtype.expect_float("csr weights")?;
@@ -171,25 +180,22 @@ impl Csr {
             let view = CsrView { m: shape.m, k: shape.k, indptr: host_slice(indptr.as_ptr() as *const P, shape.m + 1), indices };
             view.validate("csr")?;
         });
-        let upload = |what: &str, bytes: &[u8]| -> Result<Arc<Buffer>> {
-            match ctx.device {
-                Device::Cpu => Ok(Arc::new(Buffer::from_host(what, bytes)?)),
-            }
-        };
-        let indptr = upload("csr indptr", indptr)?;
-        let indices = upload("csr indices", host_slice(indices.as_ptr() as *const u8, shape.nnz * 4))?;
+        let indptr = ctx.upload("csr indptr", indptr)?;
+        let indices = ctx.upload("csr indices", host_slice(indices.as_ptr() as *const u8, shape.nnz * 4))?;
         let weights = match weights {
             Some(w) => {
-                let buf = upload("csr weights", host_slice(w, shape.nnz * shape.dtype.size()))?;
+                let buf = ctx.upload("csr weights", host_slice(w, shape.nnz * shape.dtype.size()))?;
                 Weights::Hetero(Dense::vector_of(ctx, buf, shape.dtype, shape.nnz))
             }
             None => Weights::Homo(round_to_dtype(shape.dtype, homo)?),
         };
-        Ok(Csr::assemble(ctx, shape, indptr, indices, weights))
+        let csr = Csr::assemble(ctx, shape, indptr, indices, weights);
+        csr.structure.get_or_init(|| Ok(()));
+        Ok(csr)
     }
 
-    /// Wraps the caller's arrays (device memory on CUDA contexts) without copying; the
-    /// structure is checked only by `validate`.
+    /// Wraps the caller's arrays (device memory on CUDA contexts) without copying. The
+    /// structure is checked by `validate`, or once before its first use by an operation.
     pub fn wrap(
         ctx: &Arc<Context>,
         shape: CsrShape,
@@ -222,6 +228,7 @@ impl Csr {
             dtype: s.dtype,
             weights,
             analysis: OnceLock::new(),
+            structure: OnceLock::new(),
         }
     }
 
@@ -238,6 +245,7 @@ impl Csr {
         }
     }
 
+    /// Checks the structure now (SPEC §4), whatever was checked before.
     pub fn validate(&self, stream: &Stream) -> Result<()> {
         match stream.ctx.device {
             // SAFETY: CPU contexts hold host memory; the index type selects P.
@@ -245,17 +253,26 @@ impl Csr {
         }
     }
 
+    /// Fails unless the structure is valid, checking a wrapped matrix once, so that no kernel
+    /// ever indexes out of bounds. The structure of a wrapped matrix must not change.
+    pub fn expect_valid(&self, stream: &Stream) -> Result<()> {
+        self.structure.get_or_init(|| self.validate(stream)).clone()
+    }
+
     /// The cached analysis, built on first use.
     pub fn analysis(&self) -> &Analysis {
         // SAFETY: CPU contexts hold host memory; the index type selects P.
-        self.analysis
-            .get_or_init(|| self.ctx.run(|| with_index!(self.index, P => crate::cpu::analyse(unsafe { &self.view::<P>() }))))
+        self.analysis.get_or_init(|| {
+            self.ctx.run(|| with_index!(self.index, P => crate::cpu::analyse(unsafe { &self.view::<P>() })))
+        })
     }
 
     pub fn hetero_weights(&self, what: &str) -> Result<&Dense> {
         match &self.weights {
             Weights::Hetero(w) => Ok(w),
-            Weights::Homo(_) => Err(Error::value(format!("{what}: the csr has homogeneous weights; this needs one weight per entry"))),
+            Weights::Homo(_) => {
+                Err(Error::value(format!("{what}: the csr has homogeneous weights; this needs one weight per entry")))
+            }
         }
     }
 

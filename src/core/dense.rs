@@ -42,7 +42,8 @@ impl Dense {
         }
     }
 
-    pub fn len(&self) -> usize {
+    /// Number of logical elements (rows x cols).
+    pub fn numel(&self) -> usize {
         self.rows * self.cols
     }
 
@@ -59,9 +60,7 @@ impl Dense {
     pub fn create(ctx: &Arc<Context>, dtype: DType, ndim: u32, rows: i64, cols: i64) -> Result<Dense> {
         let (rows, cols, ld) = Self::shape_args(ndim, rows, cols, cols.max(1))?;
         let bytes = Self::span_bytes(dtype, rows, cols, ld)?;
-        let buf = match ctx.device {
-            Device::Cpu => Buffer::alloc_host("dense", bytes)?,
-        };
+        let buf = ctx.alloc("dense", bytes)?;
         Ok(Dense { ctx: ctx.clone(), buf: Arc::new(buf), dtype, ndim, rows, cols, ld })
     }
 
@@ -145,10 +144,7 @@ impl Dense {
             return Err(Error::shape(format!("{arg} must be a 2-D array, got a {}", self.describe())));
         }
         if (self.rows, self.cols) != (rows, cols) {
-            return Err(Error::shape(format!(
-                "{arg} is {} x {}, expected {rows} x {cols}",
-                self.rows, self.cols
-            )));
+            return Err(Error::shape(format!("{arg} is {} x {}, expected {rows} x {cols}", self.rows, self.cols)));
         }
         Ok(())
     }
@@ -161,11 +157,11 @@ impl Dense {
     }
 
     fn expect_count(&self, count: usize) -> Result<()> {
-        if count != self.len() {
+        if count != self.numel() {
             return Err(Error::shape(format!(
                 "host buffer has {count} elements, the {} has {}",
                 self.describe(),
-                self.len()
+                self.numel()
             )));
         }
         Ok(())
@@ -176,17 +172,7 @@ impl Dense {
     /// # Safety
     /// `src` must point to `count * dtype.size()` readable bytes.
     pub unsafe fn copy_from_host(&self, stream: &Stream, src: *const u8, count: usize) -> Result<()> {
-        self.expect_count(count)?;
-        let row_bytes = self.cols * self.dtype.size();
-        match stream.ctx.device {
-            Device::Cpu => {
-                for r in 0..self.rows {
-                    let dst = self.buf.ptr().add(r * self.ld * self.dtype.size());
-                    std::ptr::copy(src.add(r * row_bytes), dst, row_bytes);
-                }
-            }
-        }
-        Ok(())
+        self.copy_rows(stream, count, |host, array, bytes| std::ptr::copy(src.add(host), array, bytes))
     }
 
     /// Copies the elements, packed row-major, to host memory.
@@ -194,14 +180,17 @@ impl Dense {
     /// # Safety
     /// `dst` must point to `count * dtype.size()` writable bytes.
     pub unsafe fn copy_to_host(&self, stream: &Stream, dst: *mut u8, count: usize) -> Result<()> {
+        self.copy_rows(stream, count, |host, array, bytes| std::ptr::copy(array, dst.add(host), bytes))
+    }
+
+    /// Calls `copy(host offset, row address, row bytes)` for every row, after checking that the
+    /// packed host buffer has `count` elements: rows are `ld` apart here, contiguous on the host.
+    unsafe fn copy_rows(&self, stream: &Stream, count: usize, copy: impl Fn(usize, *mut u8, usize)) -> Result<()> {
         self.expect_count(count)?;
-        let row_bytes = self.cols * self.dtype.size();
+        let (size, row_bytes) = (self.dtype.size(), self.cols * self.dtype.size());
         match stream.ctx.device {
             Device::Cpu => {
-                for r in 0..self.rows {
-                    let src = self.buf.ptr().add(r * self.ld * self.dtype.size());
-                    std::ptr::copy(src, dst.add(r * row_bytes), row_bytes);
-                }
+                (0..self.rows).for_each(|r| copy(r * row_bytes, self.buf.ptr().add(r * self.ld * size), row_bytes))
             }
         }
         Ok(())

@@ -27,8 +27,8 @@ impl Buffer {
             .map_err(|_| Error::value(format!("{what}: {bytes} bytes is too large")))?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr)
-            .ok_or_else(|| Error::out_of_memory(format!("{what}: cannot allocate {bytes} bytes")))?;
+        let ptr =
+            NonNull::new(ptr).ok_or_else(|| Error::out_of_memory(format!("{what}: cannot allocate {bytes} bytes")))?;
         Ok(Buffer { ptr, bytes, owned: Some(layout) })
     }
 

@@ -37,7 +37,13 @@ fn check_input(kind: InputKind, arg: &str, x: &Dense, dtype: DType) -> Result<()
 
 /// Shape of `x`/`y` for a product whose input has `in_len` rows and output `out_len` rows;
 /// vectors for mv, 2-D arrays with a shared column count for mm.
-fn check_product_shapes(vector: bool, x: (&str, &Dense), in_len: usize, y: (&str, &Dense), out_len: usize) -> Result<()> {
+fn check_product_shapes(
+    vector: bool,
+    x: (&str, &Dense),
+    in_len: usize,
+    y: (&str, &Dense),
+    out_len: usize,
+) -> Result<()> {
     if vector {
         x.1.expect_vector(x.0, in_len)?;
         y.1.expect_vector(y.0, out_len)
@@ -60,7 +66,17 @@ fn check_bounds(lo: f64, hi: f64) -> Result<()> {
 
 /// spmv (`vector`) and spmm, N and T.
 #[allow(clippy::too_many_arguments)]
-pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense, vector: bool) -> Result<()> {
+pub fn spmm(
+    s: &Stream,
+    op: Op,
+    kind: InputKind,
+    alpha: f64,
+    a: &Csr,
+    x: &Dense,
+    beta: f64,
+    y: &Dense,
+    vector: bool,
+) -> Result<()> {
     let (xa, ya) = if vector { ("x", "y") } else { ("B", "C") };
     same_context(s, &[("A", &a.ctx), (xa, &x.ctx), (ya, &y.ctx)])?;
     check_input(kind, xa, x, a.dtype)?;
@@ -68,6 +84,7 @@ pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense,
     let (in_len, out_len) = if op == Op::N { (a.k, a.m) } else { (a.m, a.k) };
     check_product_shapes(vector, (xa, x), in_len, (ya, y), out_len)?;
     disjoint((ya, y), &[&[(xa, x)][..], &csr_weights(a)].concat())?;
+    a.expect_valid(s)?;
     match s.ctx.device {
         Device::Cpu => s.ctx.run(|| cpu::spmm(op, kind, alpha, a, x, beta, y)),
     }
@@ -75,7 +92,16 @@ pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense,
 
 /// yw2y, plain (1-D y and out) or batched (2-D), optionally with per-batch weights.
 #[allow(clippy::too_many_arguments)]
-pub fn yw2y(s: &Stream, op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f64, y: &Dense, beta: f64, out: &Dense) -> Result<()> {
+pub fn yw2y(
+    s: &Stream,
+    op: Op,
+    a: &Csr,
+    batch_weights: Option<&Dense>,
+    alpha: f64,
+    y: &Dense,
+    beta: f64,
+    out: &Dense,
+) -> Result<()> {
     same_context(s, &[("A", &a.ctx), ("y", &y.ctx), ("out", &out.ctx)])?;
     if let Some(bw) = batch_weights {
         same_context(s, &[("weights", &bw.ctx)])?;
@@ -103,6 +129,7 @@ pub fn yw2y(s: &Stream, op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f
         inputs.push(("weights", bw));
     }
     disjoint(("out", out), &inputs)?;
+    a.expect_valid(s)?;
     match s.ctx.device {
         Device::Cpu => s.ctx.run(|| cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
     }
@@ -110,7 +137,17 @@ pub fn yw2y(s: &Stream, op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f
 
 /// Dense event mv (`vector`) and mm: N `C = W·e(S)` with W m x k; T `C = Wᵀ·e(S)` with W k x m.
 #[allow(clippy::too_many_arguments)]
-pub fn dense_mm(s: &Stream, op: Op, kind: InputKind, alpha: f64, w: &Dense, x: &Dense, beta: f64, c: &Dense, vector: bool) -> Result<()> {
+pub fn dense_mm(
+    s: &Stream,
+    op: Op,
+    kind: InputKind,
+    alpha: f64,
+    w: &Dense,
+    x: &Dense,
+    beta: f64,
+    c: &Dense,
+    vector: bool,
+) -> Result<()> {
     let (xa, ca) = if vector { ("s", "c") } else { ("S", "C") };
     same_context(s, &[("W", &w.ctx), (xa, &x.ctx), (ca, &c.ctx)])?;
     w.expect_2d("W")?;
@@ -143,13 +180,22 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &D
     check_plasticity(post, a.m, a.k, a.dtype, spikes, trace)?;
     check_bounds(lo, hi)?;
     disjoint(("the csr weights", weights), &[("spikes", spikes), ("trace", trace)])?;
+    a.expect_valid(s)?;
     match s.ctx.device {
         Device::Cpu => s.ctx.run(|| cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
     }
 }
 
 /// Dense plasticity, pre or post, in place on W (m x k).
-pub fn dense_plasticity(s: &Stream, post: bool, w: &Dense, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+pub fn dense_plasticity(
+    s: &Stream,
+    post: bool,
+    w: &Dense,
+    spikes: &Dense,
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
     same_context(s, &[("W", &w.ctx), ("spikes", &spikes.ctx), ("trace", &trace.ctx)])?;
     w.expect_2d("W")?;
     w.dtype.expect_float("W")?;
@@ -173,6 +219,7 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
     b.expect_matrix("B", a.cols(), b.cols)?;
     c.expect_matrix("C", a.rows(), b.cols)?;
     disjoint(("C", c), &[("B", b), ("A's values", &a.values)])?;
+    a.expect_valid(s)?;
     match s.ctx.device {
         Device::Cpu => s.ctx.run(|| cpu::bsrmm(alpha, a, b, beta, c)),
     }
@@ -222,6 +269,7 @@ pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &De
     check_int_vector("perm", perm, a.nnz, a.nnz.saturating_sub(1))?;
     disjoint(("colptr", colptr), &[("rowind", rowind), ("perm", perm)])?;
     disjoint(("rowind", rowind), &[("perm", perm)])?;
+    a.expect_valid(s)?;
     match s.ctx.device {
         Device::Cpu => s.ctx.run(|| cpu::csr_to_csc(a, colptr, rowind, perm)),
     }
@@ -230,6 +278,7 @@ pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &De
 /// Builds and caches the derived structures now, so later calls allocate nothing.
 pub fn analyse(s: &Stream, a: &Csr) -> Result<()> {
     same_context(s, &[("A", &a.ctx)])?;
+    a.expect_valid(s)?;
     a.analysis();
     Ok(())
 }

@@ -13,32 +13,38 @@ pub fn dense_mm(op: Op, kind: InputKind, alpha: f64, w: &Dense, s: &Dense, beta:
     with_float!(w.dtype, T => dense_mm_typed::<T>(op, kind, alpha, w, s, beta, c))
 }
 
-fn dense_mm_typed<T: Float>(op: Op, kind: InputKind, alpha: f64, w: &Dense, s: &Dense, beta: f64, c: &Dense) -> Result<()> {
-    {
-        let xs = load_input::<T>(s, kind)?;
-        let n = c.cols;
-        let k = if op == Op::N { w.cols } else { w.rows };
-        let live: Vec<usize> = (0..k).filter(|&r| xs[r * n..][..n].iter().any(|&v| v != T::Acc::ZERO)).collect();
-        let blend = Blend::new(alpha, beta);
-        // SAFETY: T is the dtype of w and c (checked by the op); host memory.
-        let (ws, out) = unsafe { (w.slice::<T>(), c.slice_mut::<T>()) };
-        let weight = |i: usize, r: usize| match op {
-            Op::N => ws[i * w.ld + r].to_acc(),
-            Op::T => ws[r * w.ld + i].to_acc(),
-        };
-        par_rows_mut(out, c.ld, n).enumerate().for_each_init(
-            || vec![T::Acc::ZERO; n],
-            |acc, (i, row)| {
-                acc.fill(T::Acc::ZERO);
-                for &r in &live {
-                    let wv = weight(i, r);
-                    acc.iter_mut().zip(&xs[r * n..][..n]).for_each(|(a, &v)| *a = *a + wv * v);
-                }
-                row.iter_mut().zip(acc.iter()).for_each(|(o, &v)| blend.store(o, v));
-            },
-        );
-        Ok(())
-    }
+fn dense_mm_typed<T: Float>(
+    op: Op,
+    kind: InputKind,
+    alpha: f64,
+    w: &Dense,
+    s: &Dense,
+    beta: f64,
+    c: &Dense,
+) -> Result<()> {
+    let xs = load_input::<T>(s, kind)?;
+    let n = c.cols;
+    let k = if op == Op::N { w.cols } else { w.rows };
+    let live: Vec<usize> = (0..k).filter(|&r| xs[r * n..][..n].iter().any(|&v| v != T::Acc::ZERO)).collect();
+    let blend = Blend::new(alpha, beta);
+    // SAFETY: T is the dtype of w and c (checked by the op); host memory.
+    let (ws, out) = unsafe { (w.slice::<T>(), c.slice_mut::<T>()) };
+    let weight = |i: usize, r: usize| match op {
+        Op::N => ws[i * w.ld + r].to_acc(),
+        Op::T => ws[r * w.ld + i].to_acc(),
+    };
+    par_rows_mut(out, c.ld, n).enumerate().for_each_init(
+        || vec![T::Acc::ZERO; n],
+        |acc, (i, row)| {
+            acc.fill(T::Acc::ZERO);
+            for &r in &live {
+                let wv = weight(i, r);
+                acc.iter_mut().zip(&xs[r * n..][..n]).for_each(|(a, &v)| *a = *a + wv * v);
+            }
+            row.iter_mut().zip(acc.iter()).for_each(|(o, &v)| blend.store(o, v));
+        },
+    );
+    Ok(())
 }
 
 /// pre (`post = false`): `W[i,:] = clip(W[i,:] + trace)` for active i;
@@ -47,21 +53,26 @@ pub fn dense_plasticity(post: bool, w: &Dense, spikes: &Dense, trace: &Dense, lo
     with_float!(w.dtype, T => dense_plasticity_typed::<T>(post, w, spikes, trace, lo, hi))
 }
 
-fn dense_plasticity_typed<T: Float>(post: bool, w: &Dense, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+fn dense_plasticity_typed<T: Float>(
+    post: bool,
+    w: &Dense,
+    spikes: &Dense,
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
     let active = load_events(spikes)?;
-    {
-        let tr = packed::<T, T::Acc>(trace, Float::to_acc);
-        let clip = Clip::<T::Acc>::new(lo, hi);
-        let active_cols: Vec<usize> = (0..w.cols).filter(|&c| post && active[c]).collect();
-        // SAFETY: T is w's dtype; host memory.
-        let ws = unsafe { w.slice_mut::<T>() };
-        par_rows_mut(ws, w.ld, w.cols).enumerate().for_each(|(i, row)| {
-            if post {
-                active_cols.iter().for_each(|&c| clip.add(&mut row[c], tr[i]));
-            } else if active[i] {
-                row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
-            }
-        });
-        Ok(())
-    }
+    let tr = packed::<T, T::Acc>(trace, Float::to_acc);
+    let clip = Clip::<T::Acc>::new(lo, hi);
+    let active_cols: Vec<usize> = (0..w.cols).filter(|&c| post && active[c]).collect();
+    // SAFETY: T is w's dtype; host memory.
+    let ws = unsafe { w.slice_mut::<T>() };
+    par_rows_mut(ws, w.ld, w.cols).enumerate().for_each(|(i, row)| {
+        if post {
+            active_cols.iter().for_each(|&c| clip.add(&mut row[c], tr[i]));
+        } else if active[i] {
+            row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
+        }
+    });
+    Ok(())
 }

@@ -25,7 +25,7 @@ const MIN_ROWS_PER_TASK: usize = 64;
 fn packed<T: Copy, U>(x: &Dense, f: impl Fn(T) -> U) -> Vec<U> {
     // SAFETY: callers pick T from x.dtype; CPU arrays are host memory.
     let data = unsafe { x.slice::<T>() };
-    let mut out = Vec::with_capacity(x.len());
+    let mut out = Vec::with_capacity(x.numel());
     for r in (0..x.rows).filter(|_| x.cols > 0) {
         out.extend(data[r * x.ld..r * x.ld + x.cols].iter().map(|&v| f(v)));
     }
@@ -85,7 +85,13 @@ impl<A: Acc> Clip<A> {
     #[inline]
     fn add<T: Float<Acc = A>>(&self, w: &mut T, delta: A) {
         let v = w.to_acc() + delta;
-        let v = if v < self.lo { self.lo } else if v > self.hi { self.hi } else { v };
+        let v = if v < self.lo {
+            self.lo
+        } else if v > self.hi {
+            self.hi
+        } else {
+            v
+        };
         *w = T::from_acc(v);
     }
 }

@@ -108,39 +108,53 @@ fn axpy<A: Acc>(acc: &mut [A], w: A, x: &[A]) {
 
 /// N: `out[b,j] = w_j y[b,row(j)]`; T: `out[b,j] = w_j y[b,indices[j]]`, with per-batch
 /// weights `bw[b,j]` replacing w_j when given. A 1-D y and out are the one-batch case.
-pub fn yw2y(op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f64, y: &Dense, beta: f64, out: &Dense) -> Result<()> {
+pub fn yw2y(
+    op: Op,
+    a: &Csr,
+    batch_weights: Option<&Dense>,
+    alpha: f64,
+    y: &Dense,
+    beta: f64,
+    out: &Dense,
+) -> Result<()> {
     with_float!(a.dtype, T => yw2y_typed::<T>(op, a, batch_weights, alpha, y, beta, out))
 }
 
-fn yw2y_typed<T: Float>(op: Op, a: &Csr, batch_weights: Option<&Dense>, alpha: f64, y: &Dense, beta: f64, out: &Dense) -> Result<()> {
-    {
-        let (batches, len) = if y.ndim == 1 { (1, y.rows) } else { (y.rows, y.cols) };
-        let ys = packed::<T, T::Acc>(y, Float::to_acc);
-        let bws = batch_weights.map(|bw| packed::<T, T::Acc>(bw, Float::to_acc));
-        let w = EntryWeights::<T>::of(a);
-        let blend = Blend::new(alpha, beta);
-        // SAFETY: T is the csr dtype, shared by y and out (checked by the op); host memory.
-        let outs = unsafe { out.slice_mut::<T>() };
-        // The element of y each entry reads: its row (N) or its column (T).
-        let source: Vec<usize> = match op {
-            Op::N => a.analysis().row_of.iter().map(|&r| r as usize).collect(),
-            // SAFETY: P is the index type; host memory.
-            Op::T => with_index!(a.index, P => unsafe { a.view::<P>() }.indices.iter().map(|&c| c as usize).collect()),
-        };
-        let (out_ld, out_cols) = if out.ndim == 1 { (a.nnz, a.nnz) } else { (out.ld, out.cols) };
-        for b in (0..batches).filter(|_| a.nnz > 0) {
-            let yb = &ys[b * len..][..len];
-            let row = &mut outs[b * out_ld..][..out_cols];
-            row.par_iter_mut().with_min_len(4096).enumerate().for_each(|(j, o)| {
-                let wj = match &bws {
-                    Some(bw) => bw[b * a.nnz + j],
-                    None => w.at(j),
-                };
-                blend.store(o, wj * yb[source[j]]);
-            });
-        }
-        Ok(())
+fn yw2y_typed<T: Float>(
+    op: Op,
+    a: &Csr,
+    batch_weights: Option<&Dense>,
+    alpha: f64,
+    y: &Dense,
+    beta: f64,
+    out: &Dense,
+) -> Result<()> {
+    let (batches, len) = if y.ndim == 1 { (1, y.rows) } else { (y.rows, y.cols) };
+    let ys = packed::<T, T::Acc>(y, Float::to_acc);
+    let bws = batch_weights.map(|bw| packed::<T, T::Acc>(bw, Float::to_acc));
+    let w = EntryWeights::<T>::of(a);
+    let blend = Blend::new(alpha, beta);
+    // SAFETY: T is the csr dtype, shared by y and out (checked by the op); host memory.
+    let outs = unsafe { out.slice_mut::<T>() };
+    // The element of y each entry reads: its row (N) or its column (T).
+    let source: Vec<usize> = match op {
+        Op::N => a.analysis().row_of.iter().map(|&r| r as usize).collect(),
+        // SAFETY: P is the index type; host memory.
+        Op::T => with_index!(a.index, P => unsafe { a.view::<P>() }.indices.iter().map(|&c| c as usize).collect()),
+    };
+    let (out_ld, out_cols) = if out.ndim == 1 { (a.nnz, a.nnz) } else { (out.ld, out.cols) };
+    for b in (0..batches).filter(|_| a.nnz > 0) {
+        let yb = &ys[b * len..][..len];
+        let row = &mut outs[b * out_ld..][..out_cols];
+        row.par_iter_mut().with_min_len(4096).enumerate().for_each(|(j, o)| {
+            let wj = match &bws {
+                Some(bw) => bw[b * a.nnz + j],
+                None => w.at(j),
+            };
+            blend.store(o, wj * yb[source[j]]);
+        });
     }
+    Ok(())
 }
 
 /// Splits hetero weights into one mutable slice per row, so rows update in parallel.

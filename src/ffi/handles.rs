@@ -115,7 +115,11 @@ unsafe fn destroy<H: Handle>(p: *mut H) -> evs_status {
 /// `EVS_DEVICE_CPU`, or `EVS_DEVICE_CUDA` with a device ordinal. The CPU backend uses
 /// `EVS_NUM_THREADS` threads if that variable is set, else one per core.
 #[no_mangle]
-pub unsafe extern "C" fn evs_context_create(kind: evs_device_kind, ordinal: i32, out: *mut *mut evs_context) -> evs_status {
+pub unsafe extern "C" fn evs_context_create(
+    kind: evs_device_kind,
+    ordinal: i32,
+    out: *mut *mut evs_context,
+) -> evs_status {
     guard(|| {
         non_null("out", out)?;
         if ordinal < 0 {
@@ -134,7 +138,11 @@ pub unsafe extern "C" fn evs_context_destroy(ctx: *mut evs_context) -> evs_statu
 /// The device of a context: its kind (`EVS_DEVICE_CPU` or `EVS_DEVICE_CUDA`, never DEFAULT)
 /// and ordinal (0 for the CPU). Either output may be NULL.
 #[no_mangle]
-pub unsafe extern "C" fn evs_context_device(ctx: *const evs_context, kind: *mut evs_device_kind, ordinal: *mut i32) -> evs_status {
+pub unsafe extern "C" fn evs_context_device(
+    ctx: *const evs_context,
+    kind: *mut evs_device_kind,
+    ordinal: *mut i32,
+) -> evs_status {
     guard(|| {
         let ctx = get("ctx", ctx)?;
         if !kind.is_null() {
@@ -160,7 +168,11 @@ pub unsafe extern "C" fn evs_stream_create(ctx: *mut evs_context, out: *mut *mut
 /// Wraps a `CUstream`/`cudaStream_t` the caller owns (never destroyed by evsparse). Only CUDA
 /// contexts have native streams: on a CPU context this returns `EVS_ERROR_NOT_SUPPORTED`.
 #[no_mangle]
-pub unsafe extern "C" fn evs_stream_wrap(ctx: *mut evs_context, native: *mut c_void, out: *mut *mut evs_stream) -> evs_status {
+pub unsafe extern "C" fn evs_stream_wrap(
+    ctx: *mut evs_context,
+    native: *mut c_void,
+    out: *mut *mut evs_stream,
+) -> evs_status {
     guard(|| {
         let ctx = get("ctx", ctx)?;
         non_null("out", out)?;
@@ -182,7 +194,12 @@ pub unsafe extern "C" fn evs_stream_destroy(stream: *mut evs_stream) -> evs_stat
 
 /// Creates an owned, zero-filled 1-D array of `n` elements.
 #[no_mangle]
-pub unsafe extern "C" fn evs_dense_create_vector(ctx: *mut evs_context, dtype: evs_dtype, n: i64, out: *mut *mut evs_dense) -> evs_status {
+pub unsafe extern "C" fn evs_dense_create_vector(
+    ctx: *mut evs_context,
+    dtype: evs_dtype,
+    n: i64,
+    out: *mut *mut evs_dense,
+) -> evs_status {
     guard(|| {
         let ctx = get("ctx", ctx)?;
         let dtype = DType::from_raw(dtype, "dtype")?;
@@ -258,7 +275,12 @@ pub unsafe extern "C" fn evs_dense_destroy(dense: *mut evs_dense) -> evs_status 
 /// Copies `count` packed row-major elements (count must equal rows x cols) from host memory,
 /// in stream order. The host buffer must stay valid until the stream is synchronized.
 #[no_mangle]
-pub unsafe extern "C" fn evs_dense_copy_from_host(stream: *mut evs_stream, dst: *mut evs_dense, src: *const c_void, count: i64) -> evs_status {
+pub unsafe extern "C" fn evs_dense_copy_from_host(
+    stream: *mut evs_stream,
+    dst: *mut evs_dense,
+    src: *const c_void,
+    count: i64,
+) -> evs_status {
     guard(|| {
         let (s, d) = (get("stream", stream)?, get("dst", dst)?);
         s.expect_context("dst", &d.ctx)?;
@@ -270,7 +292,12 @@ pub unsafe extern "C" fn evs_dense_copy_from_host(stream: *mut evs_stream, dst: 
 /// Copies the elements, packed row-major, to host memory (`count` = rows x cols), in stream
 /// order: the data is there once the stream is synchronized.
 #[no_mangle]
-pub unsafe extern "C" fn evs_dense_copy_to_host(stream: *mut evs_stream, src: *const evs_dense, dst: *mut c_void, count: i64) -> evs_status {
+pub unsafe extern "C" fn evs_dense_copy_to_host(
+    stream: *mut evs_stream,
+    src: *const evs_dense,
+    dst: *mut c_void,
+    count: i64,
+) -> evs_status {
     guard(|| {
         let (s, d) = (get("stream", stream)?, get("src", src)?);
         s.expect_context("src", &d.ctx)?;
@@ -296,7 +323,13 @@ pub unsafe extern "C" fn evs_dense_fill(stream: *mut evs_stream, dense: *mut evs
 /// Shape of a dense array: ndim (1 or 2), rows (the length of a 1-D array), cols (1 for 1-D)
 /// and leading dimension in elements. Any output may be NULL.
 #[no_mangle]
-pub unsafe extern "C" fn evs_dense_shape(dense: *const evs_dense, ndim: *mut i32, rows: *mut i64, cols: *mut i64, ld: *mut i64) -> evs_status {
+pub unsafe extern "C" fn evs_dense_shape(
+    dense: *const evs_dense,
+    ndim: *mut i32,
+    rows: *mut i64,
+    cols: *mut i64,
+    ld: *mut i64,
+) -> evs_status {
     guard(|| {
         let d = get("dense", dense)?;
         write_optional(ndim, d.ndim as i32);
@@ -438,7 +471,12 @@ pub unsafe extern "C" fn evs_csr_shape(csr: *const evs_csr, m: *mut i64, k: *mut
 /// Types of a CSR matrix: weight dtype, indptr type, and whether the weights are
 /// homogeneous (1) or one per entry (0). Any output may be NULL.
 #[no_mangle]
-pub unsafe extern "C" fn evs_csr_types(csr: *const evs_csr, dtype: *mut evs_dtype, index_type: *mut evs_dtype, homogeneous: *mut i32) -> evs_status {
+pub unsafe extern "C" fn evs_csr_types(
+    csr: *const evs_csr,
+    dtype: *mut evs_dtype,
+    index_type: *mut evs_dtype,
+    homogeneous: *mut i32,
+) -> evs_status {
     guard(|| {
         let a = get("csr", csr)?;
         write_optional(dtype, a.dtype.raw());

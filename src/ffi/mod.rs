@@ -2,6 +2,11 @@
 //!
 //! Every entry point runs inside [`guard`], which turns errors into status codes, records
 //! the message for `evs_last_error`, and stops panics at the boundary.
+//!
+//! Safety contract of every `unsafe extern "C"` function here (stated once instead of on each):
+//! handle arguments are NULL or pointers evsparse returned and the caller has not destroyed;
+//! data pointers are NULL or valid for the element counts the arguments describe.
+#![allow(clippy::missing_safety_doc)]
 
 mod handles;
 mod ops;
@@ -9,7 +14,7 @@ mod ops;
 pub use handles::*;
 pub use ops::*;
 
-use crate::error::{status_name, evs_status, Error, Result, EVS_ERROR_INTERNAL, EVS_SUCCESS};
+use crate::error::{evs_status, status_name, Error, Result, EVS_ERROR_INTERNAL, EVS_SUCCESS};
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};

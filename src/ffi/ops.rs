@@ -2,7 +2,7 @@
 //! dtypes and contexts in `core::ops` before any work; a rejected call changes nothing.
 
 use super::guard;
-use super::handles::{get, evs_bsr, evs_csr, evs_dense, evs_stream};
+use super::handles::{evs_bsr, evs_csr, evs_dense, evs_stream, get};
 use crate::core::{evs_input_kind, evs_op, ops, InputKind, Op};
 use crate::error::evs_status;
 
@@ -219,7 +219,9 @@ pub unsafe extern "C" fn evs_compact_events(
     indices: *mut evs_dense,
     count: *mut evs_dense,
 ) -> evs_status {
-    guard(|| ops::compact(get("stream", stream)?, get("spikes", spikes)?, get("indices", indices)?, get("count", count)?))
+    guard(|| {
+        ops::compact(get("stream", stream)?, get("spikes", spikes)?, get("indices", indices)?, get("count", count)?)
+    })
 }
 
 /// CSR → CSC: `colptr` (k + 1, int32 or int64), `rowind` (nnz, int32) and `perm` (nnz, int32
