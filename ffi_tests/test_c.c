@@ -1232,5 +1232,5 @@ int main(int argc, char **argv) {
 
     OK(evs_stream_destroy(st));
     OK(evs_context_destroy(ctx));
-    return report("c suite");
+    return report("test_c:");
 }

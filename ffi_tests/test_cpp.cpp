@@ -404,5 +404,5 @@ int main() {
     test_error_table();
     st.reset();
     ctx.reset();
-    return report("c++ suite");
+    return report("test_cpp:");
 }

@@ -424,7 +424,7 @@ def main():
     test_header_constants()
     ok(LIB.evs_stream_destroy(stream), "stream_destroy")
     ok(LIB.evs_context_destroy(ctx), "context_destroy")
-    print(f"python suite: {passed} passed, {failed} failed")
+    print(f"test_ctypes: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
 

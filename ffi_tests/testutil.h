@@ -43,7 +43,7 @@ static int g_passed, g_failed;
     } while (0)
 
 static inline int report(const char *suite) {
-    printf("%s: %d passed, %d failed\n", suite, g_passed, g_failed);
+    printf("%s %d passed, %d failed\n", suite, g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
 }
 
