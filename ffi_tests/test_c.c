@@ -1060,6 +1060,15 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_csr_plasticity_post(st, a, i32, x3, -1, 1));
     FAILS(EVS_ERROR_INVALID_HANDLE, evs_csr_plasticity_post(st, a, xb, (evs_dense *)st, -1, 1));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_csr_plasticity_post(st, a, foreign, x3, -1, 1));
+    {
+        evs_dense *wv = NULL;
+        float now[4] = {0};
+        OK(evs_csr_weights(a, &wv));
+        OK(evs_dense_copy_to_host(st, wv, now, 4));
+        OK(evs_stream_synchronize(st));
+        CHECK(memcmp(now, w, sizeof now) == 0, "rejected plasticity calls changed the weights");
+        OK(evs_dense_destroy(wv));
+    }
     OK(evs_csr_plasticity_pre(st, a, pre3, x4, -INFINITY, INFINITY));
     OK(evs_csr_plasticity_post(st, a, xb, x3, -INFINITY, INFINITY));
 
