@@ -96,9 +96,11 @@ static double *random_values(evs_dtype t, size_t n, int zero_pct) {
 
 /* Events of dtype t: bool 0/1, or floats whose positive entries are the active ones. */
 static double *random_events(evs_dtype t, size_t n) {
+    static const int densities[] = {2, 10, 30, 60}; /* sparse ones take the event-driven paths */
+    int pct = densities[rnd_int(4)];
     double *v = xmalloc(n * sizeof(double));
     for (size_t i = 0; i < n; i++) {
-        int on = rnd_int(100) < 30;
+        int on = rnd_int(100) < pct;
         v[i] = t == EVS_DTYPE_BOOL ? on : (on ? round_to(t, 0.25 + fabs(rnd_unit())) : round_to(t, -fabs(rnd_unit()) * rnd_int(2)));
     }
     return v;

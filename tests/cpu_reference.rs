@@ -218,3 +218,48 @@ fn shape_mismatch_is_reported_before_work() {
     assert_eq!(e.status, EVS_ERROR_SHAPE_MISMATCH);
     assert_eq!(read_f64(&s, &y), vec![7.0; a.m]);
 }
+
+/// A 2000 x 2000 matrix with 1 % of the events active: the event-driven paths (scatter for
+/// spmv T, CSC walk for post plasticity) run, since they touch far under 1/8 of the entries.
+fn sparse_activity_case(rng: &mut Rng) -> Triples {
+    let (m, k, per_row) = (2000, 2000, 20);
+    let indptr: Vec<i64> = (0..=m as i64).map(|i| i * per_row).collect();
+    let indices: Vec<i32> = (0..m * per_row as usize).map(|_| rng.below(k) as i32).collect();
+    let w = (0..indices.len()).map(|_| rng.unit()).collect();
+    Triples { m, k, indptr, indices, w }
+}
+
+#[test]
+fn event_driven_spmv_t_matches_naive_reference() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    let a = sparse_activity_case(&mut rng);
+    let csr = upload(&ctx, &a);
+    let x: Vec<f64> = (0..a.m).map(|_| if rng.below(100) == 0 { 1.0 } else { 0.0 }).collect();
+    let mut want = vec![0.0; a.k];
+    for (r, c, j) in entries(&a) {
+        want[c] += a.w[j] * x[r];
+    }
+    let (xd, yd) = (vector_f64(&ctx, &s, &x), vector_f64(&ctx, &s, &vec![f64::NAN; a.k]));
+    ops::spmm(&s, Op::T, InputKind::Events, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
+    assert_close("event-driven spmv T", &read_f64(&s, &yd), &want);
+}
+
+#[test]
+fn event_driven_post_plasticity_matches_naive_reference() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    let a = sparse_activity_case(&mut rng);
+    let csr = upload(&ctx, &a);
+    let spikes: Vec<f64> = (0..a.k).map(|_| if rng.below(100) == 0 { 1.0 } else { 0.0 }).collect();
+    let trace: Vec<f64> = (0..a.m).map(|_| rng.unit()).collect();
+    let mut want = a.w.clone();
+    for (r, c, j) in entries(&a) {
+        if spikes[c] > 0.0 {
+            want[j] = (a.w[j] + trace[r]).clamp(-0.5, f64::INFINITY);
+        }
+    }
+    let (sd, td) = (vector_f64(&ctx, &s, &spikes), vector_f64(&ctx, &s, &trace));
+    ops::csr_plasticity(&s, true, &csr, &sd, &td, -0.5, f64::INFINITY).unwrap();
+    assert_close("event-driven post plasticity", &read_f64(&s, csr.hetero_weights("test").unwrap()), &want);
+}

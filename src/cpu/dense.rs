@@ -1,6 +1,6 @@
 //! Dense-weight operations: event/float matrix products and plasticity.
 
-use super::{load_events, load_input, packed, par_rows_mut, Blend, Clip};
+use super::{live_rows, load_events, load_input, packed, par_rows_mut, Blend, Clip};
 use crate::core::dense::Dense;
 use crate::core::{InputKind, Op};
 use crate::dtype::{with_float, Acc, Float};
@@ -25,7 +25,7 @@ fn dense_mm_typed<T: Float>(
     let xs = load_input::<T>(s, kind)?;
     let n = c.cols;
     let k = if op == Op::N { w.cols } else { w.rows };
-    let live: Vec<usize> = (0..k).filter(|&r| xs[r * n..][..n].iter().any(|&v| v != T::Acc::ZERO)).collect();
+    let live = live_rows(&xs, k, n);
     let blend = Blend::new(alpha, beta);
     // SAFETY: T is the dtype of w and c (checked by the op); host memory.
     let (ws, out) = unsafe { (w.slice::<T>(), c.slice_mut::<T>()) };

@@ -47,6 +47,15 @@ fn load_input<T: Float>(x: &Dense, kind: InputKind) -> Result<Vec<T::Acc>> {
     }
 }
 
+/// Rows of a packed `rows x n` input that hold a non-zero: the rows events make live.
+fn live_rows<A: Acc>(xs: &[A], rows: usize, n: usize) -> Vec<usize> {
+    (0..rows).filter(|&r| xs[r * n..][..n].iter().any(|&v| v != A::ZERO)).collect()
+}
+
+/// Event-driven paths (touching only what live events reach) run when they reach fewer than
+/// 1 / SPARSE_WORK of the stored entries; above that a parallel pass over everything wins.
+const SPARSE_WORK: usize = 8;
+
 /// `alpha * result + beta * old`, rounded once; with beta = 0 the old value is not read.
 #[derive(Clone, Copy)]
 struct Blend<A> {

@@ -1,6 +1,6 @@
 //! CSR operations: spmv/spmm, yw2y, plasticity, analysis and CSR -> CSC.
 
-use super::{load_events, load_input, packed, par_rows_mut, Blend, Clip, MIN_ROWS_PER_TASK};
+use super::{live_rows, load_events, load_input, packed, par_rows_mut, Blend, Clip, MIN_ROWS_PER_TASK, SPARSE_WORK};
 use crate::core::csr::{with_index, Analysis, Csr, CsrView, Index, Weights};
 use crate::core::dense::Dense;
 use crate::core::{InputKind, Op};
@@ -84,6 +84,21 @@ fn spmm_typed<T: Float>(op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense,
                 },
             ),
             Op::T => {
+                let live = live_rows(&xs, a.m, n);
+                if live.iter().map(|&r| view.row(r).len()).sum::<usize>() * SPARSE_WORK < a.nnz {
+                    // Event-driven: scatter the rows of live events only. Per column, entries
+                    // add up in the same order as in the CSC pass below (rows ascending).
+                    let mut acc = vec![T::Acc::ZERO; a.k * n];
+                    for &r in &live {
+                        for j in view.row(r) {
+                            axpy(&mut acc[view.indices[j] as usize * n..][..n], w.at(j), &xs[r * n..][..n]);
+                        }
+                    }
+                    par_rows_mut(out, y.ld, n).enumerate().for_each(|(c, row)| {
+                        row.iter_mut().zip(&acc[c * n..][..n]).for_each(|(o, &r)| blend.store(o, r))
+                    });
+                    return Ok(());
+                }
                 let an = a.analysis();
                 par_rows_mut(out, y.ld, n).enumerate().for_each_init(
                     || vec![T::Acc::ZERO; n],
@@ -182,6 +197,19 @@ fn csr_plasticity_typed<T: Float>(post: bool, a: &Csr, spikes: &Dense, trace: &D
         let clip = Clip::<T::Acc>::new(lo, hi);
         // SAFETY: T is the weight dtype, P the index type; host memory.
         let (view, ws) = unsafe { (a.view::<P>(), weights.slice_mut::<T>()) };
+        if post {
+            let an = a.analysis();
+            let active_cols: Vec<usize> = (0..a.k).filter(|&c| active[c]).collect();
+            if active_cols.iter().map(|&c| an.colptr[c + 1] - an.colptr[c]).sum::<usize>() * SPARSE_WORK < a.nnz {
+                // Event-driven: visit the synapses of active post-neurons only, through the CSC mirror.
+                for &c in &active_cols {
+                    for p in an.colptr[c]..an.colptr[c + 1] {
+                        clip.add(&mut ws[an.perm[p]], tr[an.rowind[p] as usize]);
+                    }
+                }
+                return Ok(());
+            }
+        }
         let cols = &view.indices;
         let starts: Vec<usize> = (0..view.m).map(|i| view.row(i).start).collect();
         weight_rows(&view, ws).into_par_iter().with_min_len(MIN_ROWS_PER_TASK).enumerate().for_each(|(i, row)| {
