@@ -17,7 +17,8 @@ static int rounds = 12;
  * get a padded leading dimension whose pad must stay untouched. */
 typedef struct {
     evs_dense *d;
-    void *host;
+    void *host;     /* wrapped strided matrix: its padded host image (a copy of the device one on CUDA) */
+    evs_dense *owner; /* CUDA: the owned padded matrix whose device memory d wraps */
     evs_dtype t;
     int ndim;
     int64_t rows, cols, ld;
@@ -26,16 +27,24 @@ typedef struct {
 static const double PAD = 777.0;
 
 static Arr arr_new(evs_dtype t, int ndim, int64_t rows, int64_t cols, const double *vals) {
-    Arr a = {NULL, NULL, t, ndim, rows, ndim == 1 ? 1 : cols, ndim == 1 ? 1 : cols};
+    Arr a = {NULL, NULL, NULL, t, ndim, rows, ndim == 1 ? 1 : cols, ndim == 1 ? 1 : cols};
     size_t n = (size_t)(a.rows * a.cols);
-    if (is_cpu && ndim == 2 && rnd_int(2)) {
+    if (ndim == 2 && rnd_int(2)) {
+        /* Wrap a padded row-major array (ld > cols): host memory on the CPU, on CUDA the device
+         * memory of an owned rows x ld matrix. */
         a.ld = a.cols + 1 + rnd_int(3);
         size_t span = (size_t)(a.rows * a.ld);
         a.host = xmalloc(span * dtype_size(t));
         for (size_t i = 0; i < span; i++) put(t, a.host, i, t == EVS_DTYPE_BOOL ? 1 : PAD);
         for (int64_t r = 0; r < a.rows; r++)
             for (int64_t c = 0; c < a.cols; c++) put(t, a.host, (size_t)(r * a.ld + c), vals ? vals[r * a.cols + c] : 0);
-        OK(evs_dense_wrap_matrix(ctx, t, a.rows, a.cols, a.ld, a.host, &a.d));
+        void *data = a.host;
+        if (!is_cpu) {
+            OK(evs_dense_create_matrix(ctx, t, a.rows, a.ld, &a.owner));
+            OK(evs_dense_copy_from_host(st, a.owner, a.host, (int64_t)span));
+            OK(evs_dense_data(a.owner, &data));
+        }
+        OK(evs_dense_wrap_matrix(ctx, t, a.rows, a.cols, a.ld, data, &a.d));
         return a;
     }
     if (ndim == 1)
@@ -62,6 +71,10 @@ static void arr_read(const Arr *a, double *out) {
 /* The padding of a wrapped matrix must be as written. */
 static void arr_check_pad(const Arr *a, const char *what) {
     if (!a->host) return;
+    if (a->owner) {
+        OK(evs_dense_copy_to_host(st, a->owner, a->host, a->rows * a->ld));
+        OK(evs_stream_synchronize(st));
+    }
     size_t bad = 0;
     for (int64_t r = 0; r < a->rows; r++)
         for (int64_t c = a->cols; c < a->ld; c++)
@@ -71,7 +84,27 @@ static void arr_check_pad(const Arr *a, const char *what) {
 
 static void arr_free(Arr *a) {
     OK(evs_dense_destroy(a->d));
+    OK(evs_dense_destroy(a->owner));
     free(a->host);
+}
+
+/* Memory a context can wrap holding a copy of `bytes` host bytes: the host memory itself on the
+ * CPU, on CUDA the device memory of an owned byte vector (kept in *keep, destroyed by the caller). */
+static void *wrappable(void *host, size_t bytes, evs_dense **keep) {
+    *keep = NULL;
+    if (is_cpu) return host;
+    void *data = NULL;
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_BOOL, (int64_t)bytes, keep));
+    OK(evs_dense_copy_from_host(st, *keep, host, (int64_t)bytes));
+    OK(evs_dense_data(*keep, &data));
+    return data;
+}
+
+/* Refreshes `host` from the memory wrappable() gave for it. */
+static void read_back(void *host, size_t bytes, evs_dense *keep) {
+    if (!keep) return;
+    OK(evs_dense_copy_to_host(st, keep, host, (int64_t)bytes));
+    OK(evs_stream_synchronize(st));
 }
 
 /* got vs ref elementwise within tol(dtype) * scale; reports the first mismatch. */
@@ -349,7 +382,7 @@ static void test_csr_plasticity_case(evs_dtype t, int post) {
         OK(evs_csr_plasticity_pre(st, a.h, as.d, at.d, lo, hi));
     evs_dense *wv = NULL;
     OK(evs_csr_weights(a.h, &wv));
-    Arr aw = {wv, NULL, t, 1, a.nnz, 1, 1};
+    Arr aw = {wv, NULL, NULL, t, 1, a.nnz, 1, 1};
     arr_read(&aw, got);
     char what[96];
     snprintf(what, sizeof what, "csr plasticity %s spikes=%s lo=%g hi=%g nnz=%lld", post ? "post" : "pre",
@@ -602,7 +635,9 @@ static void test_dense_handles(void) {
         OK(evs_dense_dtype(a.d, &got_t));
         CHECK(got_t == t, "dtype %d", got_t);
         OK(evs_dense_data(a.d, &data));
-        CHECK(data != NULL && (!a.host || data == a.host), "data pointer");
+        void *wrapped = a.host;
+        if (a.owner) OK(evs_dense_data(a.owner, &wrapped));
+        CHECK(data != NULL && (!a.host || data == wrapped), "data pointer");
         arr_free(&a);
         Arr vec = arr_new(t, 1, rows, 1, v);
         OK(evs_dense_shape(vec.d, &ndim, &r, &c, &ld));
@@ -642,6 +677,10 @@ static void test_dense_handles(void) {
     FAILS(EVS_ERROR_INVALID_ENUM, evs_dense_wrap_vector(ctx, -3, 4, host, &d));
     FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, -4, host, &d));
     FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 4, (char *)host + 1, &d));
+    if (!is_cpu) {
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 4, host, &d));
+        CHECK(strstr(evs_last_error(), "device pointers") != NULL, "host pointer message: %s", evs_last_error());
+    }
     FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 3, 4, 3, host, &d));
     FAILS(EVS_ERROR_NULL_POINTER, evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 3, 4, 4, NULL, &d));
     FAILS(EVS_ERROR_NULL_POINTER, evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 3, 4, 4, host, NULL));
@@ -761,8 +800,12 @@ static void test_csr_handles(void) {
     FAILS(EVS_ERROR_NULL_POINTER, evs_csr_create(ctx, 3, 3, 4, EVS_DTYPE_I32, ip, ix, EVS_DTYPE_F32, w, 0, NULL));
 
     /* wrapping trusts the structure until validate is asked */
-    if (is_cpu) {
-        OK(evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, ip, oob, EVS_DTYPE_F32, w, 0, &a));
+    {
+        evs_dense *keep[4];
+        int32_t *dip = wrappable(ip, sizeof ip, &keep[0]), *doob = wrappable(oob, sizeof oob, &keep[1]);
+        int32_t *dix = wrappable(ix, sizeof ix, &keep[2]);
+        float *dw = wrappable(w, sizeof w, &keep[3]);
+        OK(evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, dip, doob, EVS_DTYPE_F32, dw, 0, &a));
         /* an operation checks a wrapped structure once, before any kernel reads it */
         evs_dense *x3 = NULL, *y3 = NULL;
         OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 3, &x3));
@@ -775,19 +818,26 @@ static void test_csr_handles(void) {
         FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_csr_validate(st, a));
         CHECK(strstr(evs_last_error(), "indices[2] = 7") != NULL, "validate message: %s", evs_last_error());
         OK(evs_csr_destroy(a));
-        OK(evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, ip, ix, EVS_DTYPE_F32, w, 0, &a));
+        OK(evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, dip, dix, EVS_DTYPE_F32, dw, 0, &a));
         OK(evs_csr_validate(st, a));
         OK(evs_csr_weights(a, &wv));
         float two[4] = {5, 6, 7, 8};
         OK(evs_dense_copy_from_host(st, wv, two, 4));
+        read_back(w, sizeof w, keep[3]);
         CHECK(w[0] == 5 && w[3] == 8, "a wrapped csr's weights view writes the caller's memory");
         OK(evs_dense_destroy(wv));
         OK(evs_csr_destroy(a));
+        read_back(w, sizeof w, keep[3]);
         CHECK(w[0] == 5, "destroying a wrapped csr leaves the memory alone");
-        OK(evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, ip, ix, EVS_DTYPE_F32, NULL, 0.5, &a));
+        OK(evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, dip, dix, EVS_DTYPE_F32, NULL, 0.5, &a));
         OK(evs_csr_types(a, NULL, NULL, &homo));
         CHECK(homo == 1, "wrapped homo");
         OK(evs_csr_destroy(a));
+        for (int i = 0; i < 4; i++) OK(evs_dense_destroy(keep[i]));
+    }
+    if (!is_cpu) { /* a CUDA context wraps device memory only */
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, ip, ix, EVS_DTYPE_F32, NULL, 1, &a));
+        CHECK(strstr(evs_last_error(), "device pointers") != NULL, "host pointer message: %s", evs_last_error());
     }
     FAILS(EVS_ERROR_NULL_POINTER, evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, NULL, ix, EVS_DTYPE_F32, w, 0, &a));
     FAILS(EVS_ERROR_NULL_POINTER, evs_csr_wrap(ctx, 3, 3, 4, EVS_DTYPE_I32, ip, NULL, EVS_DTYPE_F32, w, 0, &a));
@@ -859,8 +909,11 @@ static void test_bsr_handles(void) {
     FAILS(EVS_ERROR_NULL_POINTER, evs_bsr_create(NULL, 2, 2, 16, 32, 2, ip, ix, EVS_DTYPE_F32, v, &a));
     FAILS(EVS_ERROR_INVALID_HANDLE, evs_bsr_create((evs_context *)st, 2, 2, 16, 32, 2, ip, ix, EVS_DTYPE_F32, v, &a));
     CHECK(a == (evs_bsr *)0x1, "failed create must leave out untouched");
-    if (is_cpu) {
-        OK(evs_bsr_wrap(ctx, 2, 2, 16, 32, 2, ip, oob, EVS_DTYPE_F32, v, &a));
+    {
+        evs_dense *keep[3];
+        int32_t *dip = wrappable(ip, sizeof ip, &keep[0]), *doob = wrappable(oob, sizeof oob, &keep[1]);
+        float *dv = wrappable(v, sizeof v, &keep[2]);
+        OK(evs_bsr_wrap(ctx, 2, 2, 16, 32, 2, dip, doob, EVS_DTYPE_F32, dv, &a));
         evs_dense *b = NULL, *c = NULL;
         OK(evs_dense_create_matrix(ctx, EVS_DTYPE_F32, 64, 3, &b));
         OK(evs_dense_create_matrix(ctx, EVS_DTYPE_F32, 32, 3, &c));
@@ -869,6 +922,7 @@ static void test_bsr_handles(void) {
         OK(evs_dense_destroy(c));
         FAILS(EVS_ERROR_INVALID_STRUCTURE, evs_bsr_validate(st, a));
         OK(evs_bsr_destroy(a));
+        for (int i = 0; i < 3; i++) OK(evs_dense_destroy(keep[i]));
     }
     FAILS(EVS_ERROR_NULL_POINTER, evs_bsr_wrap(ctx, 2, 2, 16, 32, 2, NULL, ix, EVS_DTYPE_F32, v, &a));
     FAILS(EVS_ERROR_NULL_POINTER, evs_bsr_wrap(ctx, 2, 2, 16, 32, 2, ip, NULL, EVS_DTYPE_F32, v, &a));
@@ -894,7 +948,7 @@ static void expect_untouched(evs_dense *d, int64_t n, const char *what) {
     double *v = xmalloc((size_t)n * sizeof(double) + 8);
     evs_dtype t;
     OK(evs_dense_dtype(d, &t));
-    Arr a = {d, NULL, t, 1, n, 1, 1};
+    Arr a = {d, NULL, NULL, t, 1, n, 1, 1};
     arr_read(&a, v);
     int bad = 0;
     for (int64_t i = 0; i < n; i++) bad += v[i] != 5;
@@ -931,9 +985,10 @@ static void test_op_errors(void) {
     evs_dense *Wi32 = NULL;
     OK(evs_dense_create_matrix(ctx, EVS_DTYPE_I32, 3, 4, &Wi32));
     /* Overlapping views of one host buffer, to check that aliased outputs are refused. */
-    float shared[16] = {0};
-    evs_dense *ov_x4 = NULL, *ov_y3 = NULL, *ov_B = NULL, *ov_C = NULL;
-    if (is_cpu) {
+    float shared_host[16] = {0}, *shared;
+    evs_dense *ov_x4 = NULL, *ov_y3 = NULL, *ov_B = NULL, *ov_C = NULL, *ov_keep = NULL;
+    shared = wrappable(shared_host, sizeof shared_host, &ov_keep);
+    {
         OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 4, shared, &ov_x4));
         OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 3, shared + 1, &ov_y3));
         OK(evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 4, 2, 2, shared, &ov_B));
@@ -958,7 +1013,7 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_spmv(st, EVS_OP_N, EVS_INPUT_EVENTS, 1, a, i32, 0, y3));
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_spmv(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, a, y3, 0, x64));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, foreign, 0, y3));
-    if (is_cpu) FAILS(EVS_ERROR_INVALID_VALUE, evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, ov_x4, 0, ov_y3));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, ov_x4, 0, ov_y3));
     expect_untouched(y3, 3, "spmv");
     OK(evs_spmv(st, EVS_OP_N, EVS_INPUT_EVENTS, 1, a, xb, 0, y3));
     OK(evs_spmv(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, homo, x3, 0, y4));
@@ -975,7 +1030,7 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_spmm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x4, 0, C));
     FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_spmm(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, a, B, 0, C));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_spmm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, B, 0, foreign));
-    if (is_cpu) FAILS(EVS_ERROR_INVALID_VALUE, evs_spmm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, ov_B, 0, ov_C));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_spmm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, ov_B, 0, ov_C));
 
     /* yw2y */
     FAILS(EVS_ERROR_NULL_POINTER, evs_yw2y(NULL, EVS_OP_N, 1, a, y3, 0, out));
@@ -989,7 +1044,7 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_yw2y(st, EVS_OP_T, 1, a, x64, 0, out));
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_yw2y(st, EVS_OP_T, 1, a, x4, 0, i32));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_yw2y(st, EVS_OP_T, 1, a, x4, 0, foreign));
-    if (is_cpu) FAILS(EVS_ERROR_INVALID_VALUE, evs_yw2y(st, EVS_OP_N, 1, a, ov_y3, 0, ov_x4));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_yw2y(st, EVS_OP_N, 1, a, ov_y3, 0, ov_x4));
     FAILS(EVS_ERROR_NULL_POINTER, evs_yw2y_weighted(st, EVS_OP_N, 1, a, NULL, y3, 0, out));
     FAILS(EVS_ERROR_NULL_POINTER, evs_yw2y_weighted(NULL, EVS_OP_N, 1, a, x4, y3, 0, out));
     FAILS(EVS_ERROR_NULL_POINTER, evs_yw2y_weighted(st, EVS_OP_N, 1, NULL, x4, y3, 0, out));
@@ -1019,7 +1074,7 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_dense_mv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, x64, 0, y3));
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_dense_mv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, Wi32, x4, 0, y3));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_dense_mv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, foreign, 0, y3));
-    if (is_cpu) FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_mv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, ov_x4, 0, ov_y3));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_mv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, ov_x4, 0, ov_y3));
     expect_untouched(y3, 3, "dense_mv");
     FAILS(EVS_ERROR_NULL_POINTER, evs_dense_mm(NULL, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, B, 0, C));
     FAILS(EVS_ERROR_NULL_POINTER, evs_dense_mm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, NULL, B, 0, C));
@@ -1031,7 +1086,7 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_dense_mm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, x4, 0, C));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_dense_mm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, B, 0, foreign));
     FAILS(EVS_ERROR_INVALID_HANDLE, evs_dense_mm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, B, 0, (evs_dense *)a));
-    if (is_cpu) FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_mm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, ov_B, 0, ov_C));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_mm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, ov_B, 0, ov_C));
     OK(evs_dense_mm(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, W, B, 0, C));
 
     /* csr plasticity: pre spikes length m = 3, post trace length k = 4 */
@@ -1136,14 +1191,16 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_compact_events(st, xb, x4, cnt));
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_compact_events(st, i32, i32, cnt));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_compact_events(st, foreign, i32, cnt));
-    if (is_cpu) {
-        int32_t ibuf[4];
-        evs_dense *ov_idx = NULL, *ov_cnt = NULL;
+    {
+        int32_t ibuf_host[4], *ibuf;
+        evs_dense *ov_idx = NULL, *ov_cnt = NULL, *keep = NULL;
+        ibuf = wrappable(ibuf_host, sizeof ibuf_host, &keep);
         OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_I32, 4, ibuf, &ov_idx));
         OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_I32, 1, ibuf + 3, &ov_cnt));
         FAILS(EVS_ERROR_INVALID_VALUE, evs_compact_events(st, xb, ov_idx, ov_cnt));
         OK(evs_dense_destroy(ov_idx));
         OK(evs_dense_destroy(ov_cnt));
+        OK(evs_dense_destroy(keep));
     }
     OK(evs_compact_events(st, xb, i32, cnt));
 
@@ -1167,7 +1224,7 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_INVALID_VALUE, evs_csr_to_csc(st, a, cp5, ri4, ri4));
     OK(evs_csr_to_csc(st, a, cp64, ri4, pm4));
 
-    evs_dense *all[] = {Wi32, ov_x4, ov_y3, ov_B, ov_C, x4, x3, y3, y4, xb, x64, i32, B, C, Cbad, W, out, out2, foreign, pre3, bB, bC, bC16, bBbad, cnt, cnt2, idx2, cp5, cp64, ri4, pm4};
+    evs_dense *all[] = {Wi32, ov_x4, ov_y3, ov_B, ov_C, x4, x3, y3, y4, xb, x64, i32, B, C, Cbad, W, out, out2, foreign, pre3, bB, bC, bC16, bBbad, cnt, cnt2, idx2, cp5, cp64, ri4, pm4, ov_keep};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) OK(evs_dense_destroy(all[i]));
     OK(evs_bsr_destroy(bsr));
     OK(evs_csr_destroy(a));

@@ -332,7 +332,7 @@ def test_compact_csc_and_handles():
         ok(LIB.evs_dense_destroy(d), "destroy")
     ok(LIB.evs_csr_destroy(a), "csr_destroy")
 
-    # zero-copy wrapping of memory Python owns (CPU contexts: host memory)
+    # zero-copy wrapping of memory Python owns: host memory on CPU contexts, device memory on CUDA
     kind = C.c_int32()
     ok(LIB.evs_context_device(ctx, C.byref(kind), None), "context_device")
     if kind.value == DEVICE_CPU:
@@ -356,6 +356,19 @@ def test_compact_csc_and_handles():
             ok(LIB.evs_dense_destroy(d), "destroy")
         out = C.c_void_p()
         fails(NOT_SUPPORTED, LIB.evs_stream_wrap(ctx, C.c_void_p(16), C.byref(out)), "stream_wrap on CPU")
+    else:
+        # CUDA: wrap the device memory of an owned array; host memory is refused
+        host = (C.c_float * 6)(*range(6))
+        out = C.c_void_p()
+        fails(INVALID_VALUE, LIB.evs_dense_wrap_vector(ctx, F32, 6, host, C.byref(out)), "host pointer on CUDA")
+        owner = dense(F32, list(range(6)), 6)
+        data = C.c_void_p()
+        ok(LIB.evs_dense_data(owner, C.byref(data)), "dense_data")
+        mview = handle(LIB.evs_dense_wrap_matrix, ctx, F32, 2, 2, 3, data)
+        ok(LIB.evs_dense_fill(stream, mview, 9.0), "fill")
+        check(read(owner) == [9, 9, 2, 9, 9, 5], "wrapped device fill respects ld")
+        for d in (mview, owner):
+            ok(LIB.evs_dense_destroy(d), "destroy")
 
 
 def test_errors():

@@ -87,5 +87,6 @@ constructors! {
     out_of_memory => EVS_ERROR_OUT_OF_MEMORY,
     device_unavailable => EVS_ERROR_DEVICE_UNAVAILABLE,
     not_supported => EVS_ERROR_NOT_SUPPORTED,
+    device => EVS_ERROR_DEVICE,
     internal => EVS_ERROR_INTERNAL,
 }

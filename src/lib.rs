@@ -2,12 +2,13 @@
 //! C ABI (see `include/evsparse.h`).
 //!
 //! Layers: [`ffi`] (the C ABI: argument checks, handles, status codes, panic boundary) over
-//! [`core`] (types, validation, dispatch) over the backends ([`cpu`]).
+//! [`core`] (types, validation, dispatch) over the backends ([`cpu`], [`cuda`]).
 
 #![allow(non_camel_case_types)]
 
 pub mod core;
 pub mod cpu;
+pub mod cuda;
 pub mod dtype;
 pub mod error;
 pub mod ffi;

@@ -1,6 +1,6 @@
 //! Block-sparse (BSR) matrices: bm x bk row-major blocks, int32 block structure.
 
-use super::context::{Context, Device, Stream};
+use super::context::{Backend, Context, Stream};
 use super::csr::CsrView;
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
@@ -89,9 +89,9 @@ impl Bsr {
     /// Wraps the caller's arrays without copying. The structure is checked by `validate`, or
     /// once before its first use by an operation.
     pub fn wrap(ctx: &Arc<Context>, s: BsrShape, indptr: *mut i32, indices: *mut i32, values: *mut u8) -> Result<Bsr> {
-        let indptr = Arc::new(Buffer::borrow("bsr indptr", indptr as *mut u8, (s.mb + 1) * 4, 4)?);
-        let indices = Arc::new(Buffer::borrow("bsr indices", indices as *mut u8, s.nnzb * 4, 4)?);
-        let values = Arc::new(Buffer::borrow("bsr values", values, s.value_count() * s.dtype.size(), s.dtype.size())?);
+        let indptr = ctx.borrow("bsr indptr", indptr as *mut u8, (s.mb + 1) * 4, 4)?;
+        let indices = ctx.borrow("bsr indices", indices as *mut u8, s.nnzb * 4, 4)?;
+        let values = ctx.borrow("bsr values", values, s.value_count() * s.dtype.size(), s.dtype.size())?;
         Ok(Bsr::assemble(ctx, s, indptr, indices, values))
     }
 
@@ -132,9 +132,14 @@ impl Bsr {
     }
 
     pub fn validate(&self, stream: &Stream) -> Result<()> {
-        match stream.ctx.device {
+        match stream.ctx.backend {
             // SAFETY: CPU contexts hold host memory.
-            Device::Cpu => unsafe { self.view() }.validate("bsr"),
+            Backend::Cpu(_) => unsafe { self.view() }.validate("bsr"),
+            Backend::Cuda(_) => {
+                let indptr = crate::cuda::download::<i32>(stream, &self.indptr, self.mb + 1)?;
+                let indices = crate::cuda::download::<i32>(stream, &self.indices, self.nnzb)?;
+                CsrView { m: self.mb, k: self.kb, indptr: &indptr, indices: &indices }.validate("bsr")
+            }
         }
     }
 

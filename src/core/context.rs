@@ -1,7 +1,8 @@
 //! Contexts (one device each) and streams.
 
 use super::memory::Buffer;
-use crate::error::{Error, Result};
+use crate::cuda::{self, Gpu, GpuStream};
+use crate::error::{Error, Result, EVS_ERROR_DEVICE_UNAVAILABLE};
 use std::sync::Arc;
 
 /// Device a context runs on (C enum, stable values).
@@ -13,24 +14,26 @@ pub const EVS_DEVICE_CPU: evs_device_kind = 1;
 /// CUDA device with the given ordinal.
 pub const EVS_DEVICE_CUDA: evs_device_kind = 2;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Device {
-    Cpu,
+/// The backend a context dispatches to, with its resources.
+pub enum Backend {
+    Cpu(rayon::ThreadPool),
+    Cuda(Arc<Gpu>),
 }
 
 /// One device with its resources. Shared by every handle made from it.
 pub struct Context {
-    pub device: Device,
-    pool: rayon::ThreadPool,
+    pub backend: Backend,
 }
 
 impl Context {
     pub fn new(kind: evs_device_kind, ordinal: i32) -> Result<Arc<Context>> {
         match kind {
-            EVS_DEVICE_DEFAULT | EVS_DEVICE_CPU => Self::cpu(),
-            EVS_DEVICE_CUDA => Err(Error::device_unavailable(format!(
-                "context: CUDA device {ordinal} requested, but this build of evsparse has no CUDA backend yet"
-            ))),
+            EVS_DEVICE_CPU => Self::cpu(),
+            EVS_DEVICE_CUDA => Self::cuda(ordinal),
+            EVS_DEVICE_DEFAULT => match Self::cuda(ordinal) {
+                Err(e) if e.status == EVS_ERROR_DEVICE_UNAVAILABLE => Self::cpu(),
+                other => other,
+            },
             _ => Err(Error::invalid_enum(format!("device kind: unknown value {kind}"))),
         }
     }
@@ -42,36 +45,63 @@ impl Context {
             .thread_name(|i| format!("evsparse-cpu-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("context: cannot start CPU thread pool: {e}")))?;
-        Ok(Arc::new(Context { device: Device::Cpu, pool }))
+        Ok(Arc::new(Context { backend: Backend::Cpu(pool) }))
+    }
+
+    fn cuda(ordinal: i32) -> Result<Arc<Context>> {
+        Ok(Arc::new(Context { backend: Backend::Cuda(cuda::open(ordinal)?) }))
     }
 
     pub fn kind(&self) -> evs_device_kind {
-        match self.device {
-            Device::Cpu => EVS_DEVICE_CPU,
+        match self.backend {
+            Backend::Cpu(_) => EVS_DEVICE_CPU,
+            Backend::Cuda(_) => EVS_DEVICE_CUDA,
         }
     }
 
     pub fn ordinal(&self) -> i32 {
-        0
+        match &self.backend {
+            Backend::Cpu(_) => 0,
+            Backend::Cuda(gpu) => gpu.ordinal,
+        }
     }
 
-    /// Runs CPU work on this context's thread pool.
+    pub fn is_cpu(&self) -> bool {
+        matches!(self.backend, Backend::Cpu(_))
+    }
+
+    /// Runs host work: on a CPU context's thread pool, inline on a GPU context.
     pub fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        self.pool.install(work)
+        match &self.backend {
+            Backend::Cpu(pool) => pool.install(work),
+            Backend::Cuda(_) => work(),
+        }
     }
 
     /// Zero-filled memory on this context's device.
     pub fn alloc(&self, what: &str, bytes: usize) -> Result<Buffer> {
-        match self.device {
-            Device::Cpu => Buffer::alloc_host(what, bytes),
+        match &self.backend {
+            Backend::Cpu(_) => Buffer::alloc_host(what, bytes),
+            Backend::Cuda(gpu) => Ok(Buffer::device(gpu.alloc(what, bytes)?, bytes)),
         }
     }
 
     /// Memory on this context's device holding a copy of host bytes.
     pub fn upload(&self, what: &str, bytes: &[u8]) -> Result<Arc<Buffer>> {
-        match self.device {
-            Device::Cpu => Ok(Arc::new(Buffer::from_host(what, bytes)?)),
+        match &self.backend {
+            Backend::Cpu(_) => Ok(Arc::new(Buffer::from_host(what, bytes)?)),
+            Backend::Cuda(gpu) => Ok(Arc::new(Buffer::device(gpu.upload(what, bytes)?, bytes.len()))),
         }
+    }
+
+    /// The caller's memory, zero-copy: host memory on a CPU context, memory the GPU can reach
+    /// (checked with the driver) on a CUDA context.
+    pub fn borrow(&self, what: &str, ptr: *mut u8, bytes: usize, align: usize) -> Result<Arc<Buffer>> {
+        let buf = Buffer::borrow(what, ptr, bytes, align)?;
+        if let Backend::Cuda(gpu) = &self.backend {
+            gpu.expect_accessible(what, ptr)?;
+        }
+        Ok(Arc::new(buf))
     }
 
     pub fn same(a: &Arc<Context>, b: &Arc<Context>) -> bool {
@@ -82,24 +112,32 @@ impl Context {
 /// An ordered queue of work on a context's device. On the CPU, work runs synchronously.
 pub struct Stream {
     pub ctx: Arc<Context>,
+    /// The native stream of a CUDA context.
+    pub gpu: Option<GpuStream>,
 }
 
 impl Stream {
-    pub fn new(ctx: &Arc<Context>) -> Stream {
-        Stream { ctx: ctx.clone() }
+    pub fn new(ctx: &Arc<Context>) -> Result<Stream> {
+        let gpu = match &ctx.backend {
+            Backend::Cpu(_) => None,
+            Backend::Cuda(gpu) => Some(GpuStream::create(gpu)?),
+        };
+        Ok(Stream { ctx: ctx.clone(), gpu })
     }
 
     pub fn wrap(ctx: &Arc<Context>, native: *mut std::ffi::c_void) -> Result<Stream> {
-        match ctx.device {
-            Device::Cpu => {
+        match &ctx.backend {
+            Backend::Cpu(_) => {
                 Err(Error::not_supported(format!("stream: cannot wrap native stream {native:p} on a CPU context")))
             }
+            Backend::Cuda(gpu) => Ok(Stream { ctx: ctx.clone(), gpu: Some(GpuStream::wrap(gpu, native as _)?) }),
         }
     }
 
     pub fn synchronize(&self) -> Result<()> {
-        match self.ctx.device {
-            Device::Cpu => Ok(()),
+        match &self.gpu {
+            None => Ok(()),
+            Some(s) => s.synchronize(),
         }
     }
 

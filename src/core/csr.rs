@@ -1,7 +1,7 @@
 //! CSR matrices: structure, weights (homogeneous or heterogeneous), validation, and the
 //! derived structures cached by analysis.
 
-use super::context::{Context, Device, Stream};
+use super::context::{Backend, Context, Stream};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
 use super::{checked_product, size_arg};
@@ -100,6 +100,19 @@ pub struct Analysis {
     pub row_of: Vec<u32>,
 }
 
+/// The CSC mirror in device memory: colptr (int64, k + 1), rowind (int32), perm (int64).
+pub struct DeviceAnalysis {
+    pub colptr: Arc<Buffer>,
+    pub rowind: Arc<Buffer>,
+    pub perm: Arc<Buffer>,
+}
+
+/// The bytes of a slice of plain numbers.
+pub(crate) fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
+    // SAFETY: any initialised memory can be read as bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
 pub struct Csr {
     pub ctx: Arc<Context>,
     pub m: usize,
@@ -111,6 +124,7 @@ pub struct Csr {
     pub dtype: DType,
     pub weights: Weights,
     analysis: OnceLock<Analysis>,
+    device_analysis: OnceLock<DeviceAnalysis>,
     /// The outcome of the structure check: set on creation from host arrays, on first use
     /// for wrapped ones.
     structure: OnceLock<Result<()>>,
@@ -204,12 +218,12 @@ impl Csr {
         weights: Option<*mut u8>,
         homo: f64,
     ) -> Result<Csr> {
-        let indptr = Arc::new(Buffer::borrow("csr indptr", indptr, shape.indptr_bytes(), shape.index.size())?);
-        let indices = Arc::new(Buffer::borrow("csr indices", indices as *mut u8, shape.nnz * 4, 4)?);
+        let indptr = ctx.borrow("csr indptr", indptr, shape.indptr_bytes(), shape.index.size())?;
+        let indices = ctx.borrow("csr indices", indices as *mut u8, shape.nnz * 4, 4)?;
         let weights = match weights {
             Some(w) => {
-                let buf = Buffer::borrow("csr weights", w, shape.nnz * shape.dtype.size(), shape.dtype.size())?;
-                Weights::Hetero(Dense::vector_of(ctx, Arc::new(buf), shape.dtype, shape.nnz))
+                let buf = ctx.borrow("csr weights", w, shape.nnz * shape.dtype.size(), shape.dtype.size())?;
+                Weights::Hetero(Dense::vector_of(ctx, buf, shape.dtype, shape.nnz))
             }
             None => Weights::Homo(round_to_dtype(shape.dtype, homo)?),
         };
@@ -228,6 +242,7 @@ impl Csr {
             dtype: s.dtype,
             weights,
             analysis: OnceLock::new(),
+            device_analysis: OnceLock::new(),
             structure: OnceLock::new(),
         }
     }
@@ -245,11 +260,23 @@ impl Csr {
         }
     }
 
+    /// Copies the structure of a device matrix to the host (indptr widened to int64), waiting
+    /// for the copy: used once, by validation and analysis.
+    fn download_structure(&self, stream: &Stream) -> Result<(Vec<i64>, Vec<i32>)> {
+        let indptr = with_index!(self.index, P => crate::cuda::download::<P>(stream, &self.indptr, self.m + 1)?
+            .into_iter().map(Index::get).collect());
+        Ok((indptr, crate::cuda::download::<i32>(stream, &self.indices, self.nnz)?))
+    }
+
     /// Checks the structure now (SPEC §4), whatever was checked before.
     pub fn validate(&self, stream: &Stream) -> Result<()> {
-        match stream.ctx.device {
+        match stream.ctx.backend {
             // SAFETY: CPU contexts hold host memory; the index type selects P.
-            Device::Cpu => with_index!(self.index, P => unsafe { self.view::<P>() }.validate("csr")),
+            Backend::Cpu(_) => with_index!(self.index, P => unsafe { self.view::<P>() }.validate("csr")),
+            Backend::Cuda(_) => {
+                let (indptr, indices) = self.download_structure(stream)?;
+                CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices }.validate("csr")
+            }
         }
     }
 
@@ -259,12 +286,35 @@ impl Csr {
         self.structure.get_or_init(|| self.validate(stream)).clone()
     }
 
-    /// The cached analysis, built on first use.
-    pub fn analysis(&self) -> &Analysis {
+    /// The cached host analysis of a CPU context's matrix, built on first use (GPU contexts
+    /// use `device_analysis`).
+    pub(crate) fn analysis(&self) -> &Analysis {
+        assert!(self.ctx.is_cpu(), "host analysis asked of a device matrix");
         // SAFETY: CPU contexts hold host memory; the index type selects P.
         self.analysis.get_or_init(|| {
             self.ctx.run(|| with_index!(self.index, P => crate::cpu::analyse(unsafe { &self.view::<P>() })))
         })
+    }
+
+    /// The CSC mirror on the device, built on first use from a host copy of the structure.
+    pub fn device_analysis(&self, stream: &Stream) -> Result<&DeviceAnalysis> {
+        if let Some(done) = self.device_analysis.get() {
+            return Ok(done);
+        }
+        let (indptr, indices) = self.download_structure(stream)?;
+        let an = crate::cpu::analyse(&CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices });
+        let upload = |what: &str, bytes: &[u8]| self.ctx.upload(what, bytes);
+        let colptr: Vec<i64> = an.colptr.iter().map(|&v| v as i64).collect();
+        let rowind: Vec<i32> = an.rowind.iter().map(|&v| v as i32).collect();
+        let perm: Vec<i64> = an.perm.iter().map(|&v| v as i64).collect();
+        let built = DeviceAnalysis {
+            colptr: upload("csr analysis", as_bytes(&colptr))?,
+            rowind: upload("csr analysis", as_bytes(&rowind))?,
+            perm: upload("csr analysis", as_bytes(&perm))?,
+        };
+        // Two threads may race to build it; either result is the same.
+        let _ = self.device_analysis.set(built);
+        Ok(self.device_analysis.get().expect("set above"))
     }
 
     pub fn hetero_weights(&self, what: &str) -> Result<&Dense> {

@@ -1,6 +1,6 @@
 //! Dense 1-D and 2-D row-major arrays with a leading dimension.
 
-use super::context::{Context, Device, Stream};
+use super::context::{Backend, Context, Stream};
 use super::memory::{host_slice, Buffer};
 use super::{checked_product, size_arg};
 use crate::dtype::DType;
@@ -75,8 +75,8 @@ impl Dense {
     ) -> Result<Dense> {
         let (rows, cols, ld) = Self::shape_args(ndim, rows, cols, ld)?;
         let bytes = Self::span_bytes(dtype, rows, cols, ld)?;
-        let buf = Buffer::borrow("dense", ptr, bytes, dtype.size())?;
-        Ok(Dense { ctx: ctx.clone(), buf: Arc::new(buf), dtype, ndim, rows, cols, ld })
+        let buf = ctx.borrow("dense", ptr, bytes, dtype.size())?;
+        Ok(Dense { ctx: ctx.clone(), buf, dtype, ndim, rows, cols, ld })
     }
 
     /// A 1-D view of `len` elements of an existing buffer (used for CSR weights).
@@ -172,7 +172,14 @@ impl Dense {
     /// # Safety
     /// `src` must point to `count * dtype.size()` readable bytes.
     pub unsafe fn copy_from_host(&self, stream: &Stream, src: *const u8, count: usize) -> Result<()> {
-        self.copy_rows(stream, count, |host, array, bytes| std::ptr::copy(src.add(host), array, bytes))
+        self.expect_count(count)?;
+        match stream.ctx.backend {
+            Backend::Cpu(_) => {
+                self.copy_rows(|host, array, bytes| std::ptr::copy(src.add(host), array, bytes));
+                Ok(())
+            }
+            Backend::Cuda(_) => crate::cuda::copy_host(stream, self, src as *mut u8, false),
+        }
     }
 
     /// Copies the elements, packed row-major, to host memory.
@@ -180,28 +187,30 @@ impl Dense {
     /// # Safety
     /// `dst` must point to `count * dtype.size()` writable bytes.
     pub unsafe fn copy_to_host(&self, stream: &Stream, dst: *mut u8, count: usize) -> Result<()> {
-        self.copy_rows(stream, count, |host, array, bytes| std::ptr::copy(array, dst.add(host), bytes))
+        self.expect_count(count)?;
+        match stream.ctx.backend {
+            Backend::Cpu(_) => {
+                self.copy_rows(|host, array, bytes| std::ptr::copy(array, dst.add(host), bytes));
+                Ok(())
+            }
+            Backend::Cuda(_) => crate::cuda::copy_host(stream, self, dst, true),
+        }
     }
 
-    /// Calls `copy(host offset, row address, row bytes)` for every row, after checking that the
-    /// packed host buffer has `count` elements: rows are `ld` apart here, contiguous on the host.
-    unsafe fn copy_rows(&self, stream: &Stream, count: usize, copy: impl Fn(usize, *mut u8, usize)) -> Result<()> {
-        self.expect_count(count)?;
+    /// Calls `copy(host offset, row address, row bytes)` for every row of a host array: rows
+    /// are `ld` apart here, contiguous on the host.
+    unsafe fn copy_rows(&self, copy: impl Fn(usize, *mut u8, usize)) {
         let (size, row_bytes) = (self.dtype.size(), self.cols * self.dtype.size());
-        match stream.ctx.device {
-            Device::Cpu => {
-                (0..self.rows).for_each(|r| copy(r * row_bytes, self.buf.ptr().add(r * self.ld * size), row_bytes))
-            }
-        }
-        Ok(())
+        (0..self.rows).for_each(|r| copy(r * row_bytes, self.buf.ptr().add(r * self.ld * size), row_bytes))
     }
 
     pub fn fill(&self, stream: &Stream, value: f64) -> Result<()> {
         if value.is_nan() && !self.dtype.is_float() {
             return Err(Error::value(format!("fill: NaN cannot be stored in a {}", self.describe())));
         }
-        match stream.ctx.device {
-            Device::Cpu => crate::cpu::fill(self, value),
+        match stream.ctx.backend {
+            Backend::Cpu(_) => crate::cpu::fill(self, value),
+            Backend::Cuda(_) => crate::cuda::fill(stream, self, value),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Raw memory regions, owned (allocated by evsparse) or borrowed (the caller's).
+//! Raw memory regions: host or device, owned (allocated by evsparse) or borrowed (the caller's).
 
+use crate::cuda::DeviceMemory;
 use crate::error::{Error, Result};
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -9,7 +10,15 @@ const ALIGN: usize = 64;
 pub struct Buffer {
     ptr: NonNull<u8>,
     bytes: usize,
-    owned: Option<Layout>,
+    owner: Owner,
+}
+
+/// Who frees the memory.
+enum Owner {
+    Caller,
+    Host(Layout),
+    /// Held for its Drop, which returns the memory to the pool.
+    Device(#[allow(dead_code)] DeviceMemory),
 }
 
 // SAFETY: a Buffer is a plain memory region; ops synchronise access as the API documents
@@ -21,7 +30,7 @@ impl Buffer {
     /// Zero-filled host memory; `EVS_ERROR_OUT_OF_MEMORY` when the allocator refuses.
     pub fn alloc_host(what: &str, bytes: usize) -> Result<Buffer> {
         if bytes == 0 {
-            return Ok(Buffer { ptr: NonNull::<u64>::dangling().cast(), bytes: 0, owned: None });
+            return Ok(Buffer { ptr: NonNull::<u64>::dangling().cast(), bytes: 0, owner: Owner::Caller });
         }
         let layout = Layout::from_size_align(bytes, ALIGN)
             .map_err(|_| Error::value(format!("{what}: {bytes} bytes is too large")))?;
@@ -29,7 +38,7 @@ impl Buffer {
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr =
             NonNull::new(ptr).ok_or_else(|| Error::out_of_memory(format!("{what}: cannot allocate {bytes} bytes")))?;
-        Ok(Buffer { ptr, bytes, owned: Some(layout) })
+        Ok(Buffer { ptr, bytes, owner: Owner::Host(layout) })
     }
 
     /// Host memory initialised from `src`.
@@ -46,7 +55,13 @@ impl Buffer {
         if (ptr.as_ptr() as usize) % align != 0 {
             return Err(Error::value(format!("{what}: pointer {:p} is not aligned to {align} bytes", ptr.as_ptr())));
         }
-        Ok(Buffer { ptr, bytes, owned: None })
+        Ok(Buffer { ptr, bytes, owner: Owner::Caller })
+    }
+
+    /// Device memory owned by evsparse (a dangling address when empty: nothing reads it).
+    pub fn device(mem: DeviceMemory, bytes: usize) -> Buffer {
+        let ptr = NonNull::new(mem.ptr as *mut u8).unwrap_or(NonNull::<u64>::dangling().cast());
+        Buffer { ptr, bytes, owner: Owner::Device(mem) }
     }
 
     pub fn ptr(&self) -> *mut u8 {
@@ -56,14 +71,20 @@ impl Buffer {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// The address as the driver sees it.
+    pub fn addr(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
 }
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        if let Some(layout) = self.owned {
+        if let Owner::Host(layout) = self.owner {
             // SAFETY: allocated in alloc_host with this layout.
             unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
         }
+        // Device memory returns to its pool when `owner` drops.
     }
 }
 

@@ -2,11 +2,11 @@
 //! A call that fails a check changes nothing.
 
 use super::bsr::Bsr;
-use super::context::{Context, Device, Stream};
+use super::context::{Backend, Context, Stream};
 use super::csr::{Csr, Weights};
 use super::dense::Dense;
 use super::{InputKind, Op};
-use crate::cpu;
+use crate::{cpu, cuda};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use std::sync::Arc;
@@ -85,8 +85,9 @@ pub fn spmm(
     check_product_shapes(vector, (xa, x), in_len, (ya, y), out_len)?;
     disjoint((ya, y), &[&[(xa, x)][..], &csr_weights(a)].concat())?;
     a.expect_valid(s)?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::spmm(op, kind, alpha, a, x, beta, y)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::spmm(op, kind, alpha, a, x, beta, y)),
+        Backend::Cuda(_) => cuda::spmm(s, op, kind, alpha, a, x, beta, y),
     }
 }
 
@@ -130,8 +131,9 @@ pub fn yw2y(
     }
     disjoint(("out", out), &inputs)?;
     a.expect_valid(s)?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
+        Backend::Cuda(_) => cuda::yw2y(s, op, a, batch_weights, alpha, y, beta, out),
     }
 }
 
@@ -157,8 +159,9 @@ pub fn dense_mm(
     let (in_len, out_len) = if op == Op::N { (w.cols, w.rows) } else { (w.rows, w.cols) };
     check_product_shapes(vector, (xa, x), in_len, (ca, c), out_len)?;
     disjoint((ca, c), &[(xa, x), ("W", w)])?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::dense_mm(op, kind, alpha, w, x, beta, c)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::dense_mm(op, kind, alpha, w, x, beta, c)),
+        Backend::Cuda(_) => cuda::dense_mm(s, op, kind, alpha, w, x, beta, c),
     }
 }
 
@@ -181,8 +184,9 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &D
     check_bounds(lo, hi)?;
     disjoint(("the csr weights", weights), &[("spikes", spikes), ("trace", trace)])?;
     a.expect_valid(s)?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
+        Backend::Cuda(_) => cuda::csr_plasticity(s, post, a, spikes, trace, lo, hi),
     }
 }
 
@@ -202,8 +206,9 @@ pub fn dense_plasticity(
     check_plasticity(post, w.rows, w.cols, w.dtype, spikes, trace)?;
     check_bounds(lo, hi)?;
     disjoint(("W", w), &[("spikes", spikes), ("trace", trace)])?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
+        Backend::Cuda(_) => cuda::dense_plasticity(s, post, w, spikes, trace, lo, hi),
     }
 }
 
@@ -219,8 +224,9 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
     c.expect_matrix("C", a.rows(), b.cols)?;
     disjoint(("C", c), &[("B", b), ("A's values", &a.values)])?;
     a.expect_valid(s)?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::bsrmm(alpha, a, b, beta, c)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::bsrmm(alpha, a, b, beta, c)),
+        Backend::Cuda(_) => cuda::bsrmm(s, alpha, a, b, beta, c),
     }
 }
 
@@ -243,8 +249,9 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
     count.expect_vector("count", 1)?;
     disjoint(("indices", indices), &[("spikes", spikes), ("count", count)])?;
     disjoint(("count", count), &[("spikes", spikes)])?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::compact(spikes, indices, count)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::compact(spikes, indices, count)),
+        Backend::Cuda(_) => cuda::compact(s, spikes, indices, count),
     }
 }
 
@@ -269,8 +276,9 @@ pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &De
     disjoint(("colptr", colptr), &[("rowind", rowind), ("perm", perm)])?;
     disjoint(("rowind", rowind), &[("perm", perm)])?;
     a.expect_valid(s)?;
-    match s.ctx.device {
-        Device::Cpu => s.ctx.run(|| cpu::csr_to_csc(a, colptr, rowind, perm)),
+    match s.ctx.backend {
+        Backend::Cpu(_) => s.ctx.run(|| cpu::csr_to_csc(a, colptr, rowind, perm)),
+        Backend::Cuda(_) => cuda::csr_to_csc(s, a, colptr, rowind, perm),
     }
 }
 
@@ -278,6 +286,13 @@ pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &De
 pub fn analyse(s: &Stream, a: &Csr) -> Result<()> {
     same_context(s, &[("A", &a.ctx)])?;
     a.expect_valid(s)?;
-    a.analysis();
+    match s.ctx.backend {
+        Backend::Cpu(_) => {
+            a.analysis();
+        }
+        Backend::Cuda(_) => {
+            a.device_analysis(s)?;
+        }
+    }
     Ok(())
 }

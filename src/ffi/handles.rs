@@ -161,7 +161,7 @@ pub unsafe extern "C" fn evs_stream_create(ctx: *mut evs_context, out: *mut *mut
     guard(|| {
         let ctx = get("ctx", ctx)?;
         non_null("out", out)?;
-        write_out("out", out, into_handle::<evs_stream>(Stream::new(ctx)))
+        write_out("out", out, into_handle::<evs_stream>(Stream::new(ctx)?))
     })
 }
 

@@ -1,7 +1,7 @@
-//! The CPU backend against naive references written here, through the safe core API, on
+//! The backend of EVS_TEST_DEVICE (the CPU by default) against naive references written here, through the safe core API, on
 //! random inputs (odd sizes, empty rows, duplicates, nnz = 0), plus validation units.
 
-use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU};
+use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU, EVS_DEVICE_CUDA, EVS_DEVICE_DEFAULT};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
 use evsparse::core::{ops, InputKind, Op};
@@ -33,9 +33,15 @@ impl Rng {
     }
 }
 
+/// A context on EVS_TEST_DEVICE (cpu by default; cuda or default), and a stream on it.
 fn setup() -> (Arc<Context>, Stream) {
-    let ctx = Context::new(EVS_DEVICE_CPU, 0).unwrap();
-    let stream = Stream::new(&ctx);
+    let kind = match std::env::var("EVS_TEST_DEVICE").as_deref() {
+        Ok("cuda") => EVS_DEVICE_CUDA,
+        Ok("default") => EVS_DEVICE_DEFAULT,
+        _ => EVS_DEVICE_CPU,
+    };
+    let ctx = Context::new(kind, 0).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
     (ctx, stream)
 }
 
@@ -163,20 +169,27 @@ fn plasticity_clips_only_touched_synapses() {
 }
 
 #[test]
-fn analysis_is_a_stable_csc_mirror() {
-    let (ctx, _s) = setup();
+fn csr_to_csc_is_a_stable_mirror() {
+    let (ctx, s) = setup();
     let mut rng = Rng::new();
     for _ in 0..30 {
         let a = random_csr(&mut rng);
         let csr = upload(&ctx, &a);
-        let an = csr.analysis();
+        let nnz = a.indices.len();
+        let ints = |len: usize, t: DType| Dense::create(&ctx, t, 1, len as i64, 1).unwrap();
+        let (colptr, rowind, perm) = (ints(a.k + 1, DType::I64), ints(nnz, DType::I32), ints(nnz, DType::I64));
+        ops::csr_to_csc(&s, &csr, &colptr, &rowind, &perm).unwrap();
         let mut order: Vec<(usize, usize, usize)> = entries(&a).map(|(r, c, j)| (c, r, j)).collect();
         order.sort();
-        let rows: Vec<usize> = order.iter().map(|o| o.1).collect();
-        let perm: Vec<usize> = order.iter().map(|o| o.2).collect();
-        assert_eq!(an.rowind.iter().map(|&r| r as usize).collect::<Vec<_>>(), rows);
-        assert_eq!(an.perm, perm);
-        assert_eq!(*an.colptr.last().unwrap(), a.indices.len());
+        let read_ints = |d: &Dense, t_size: usize| -> Vec<i64> {
+            let mut bytes = vec![0u8; d.numel() * t_size];
+            unsafe { d.copy_to_host(&s, bytes.as_mut_ptr(), d.numel()).unwrap() };
+            s.synchronize().unwrap();
+            bytes.chunks(t_size).map(|c| if t_size == 4 { i32::from_le_bytes(c.try_into().unwrap()) as i64 } else { i64::from_le_bytes(c.try_into().unwrap()) }).collect()
+        };
+        assert_eq!(read_ints(&rowind, 4), order.iter().map(|o| o.1 as i64).collect::<Vec<_>>());
+        assert_eq!(read_ints(&perm, 8), order.iter().map(|o| o.2 as i64).collect::<Vec<_>>());
+        assert_eq!(*read_ints(&colptr, 8).last().unwrap(), nnz as i64);
     }
 }
 

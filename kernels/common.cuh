@@ -1,0 +1,110 @@
+// Helpers shared by every evsparse kernel: the argument block, dtype conversions, how inputs
+// are read (floats or events), the BLAS-style store and the plasticity clip.
+//
+// Every kernel takes one `Args` by value. The Rust side (src/cuda/launch.rs) mirrors it field
+// for field; all fields are 8 bytes so both sides agree on the layout without padding rules.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+typedef __half f16;
+typedef __nv_bfloat16 bf16;
+typedef unsigned char u8;
+
+struct Args {
+    const void* indptr;     // CSR/BSR row pointers (int32, or int64 when idx64)
+    const int* indices;     // CSR/BSR column indices
+    void* weights;          // CSR heterogeneous weights (NULL: homogeneous), BSR values
+    const int64_t* colptr;  // CSC mirror: column pointers (k + 1)
+    const int* rowind;      // CSC mirror: row of each entry
+    const int64_t* perm;    // CSC mirror: CSR position of each entry
+    const void* x;          // input (vector = one column)
+    int64_t ldx;
+    void* y;                // output
+    int64_t ldy;
+    const void* aux;        // traces, per-batch weights, dense weights
+    int64_t ldaux;
+    void* out2;             // second output (the count of event compaction)
+    int64_t m, k, n;        // matrix rows and columns, columns of x and y
+    int64_t nnz, batches;
+    int64_t idx64;          // indptr is int64
+    int64_t events;         // x holds events (active -> 1), not floats
+    double alpha, beta, homo, lo, hi;
+};
+
+// ---------------------------------------------------------------- dtypes
+// f16/bf16 accumulate in f32, f64 in f64 (SPEC §3).
+template <class T> struct AccOf { typedef float type; };
+template <> struct AccOf<double> { typedef double type; };
+
+__device__ __forceinline__ float to_f(f16 v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ double to_f(double v) { return v; }
+__device__ __forceinline__ float to_f(u8 v) { return v ? 1.0f : 0.0f; }
+
+// Stores an accumulator value, rounding once to the element type.
+__device__ __forceinline__ void put(f16* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void put(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void put(float* p, float v) { *p = v; }
+__device__ __forceinline__ void put(double* p, double v) { *p = v; }
+
+// Active events: a bool byte != 0, a float > 0.
+__device__ __forceinline__ bool active(u8 v) { return v != 0; }
+template <class E> __device__ __forceinline__ bool active(E v) { return to_f(v) > 0.0f; }
+__device__ __forceinline__ bool active(double v) { return v > 0.0; }
+
+// One input element in accumulator precision: the value, or 1/0 for events.
+template <class A, class In> __device__ __forceinline__ A input(const In* x, int64_t i, bool events) {
+    In v = x[i];
+    if (events) return active(v) ? A(1) : A(0);
+    return A(to_f(v));
+}
+
+// The CSR row range [begin, end) of row i.
+__device__ __forceinline__ int64_t row_start(const Args& a, int64_t i) {
+    return a.idx64 ? ((const int64_t*)a.indptr)[i] : (int64_t)((const int*)a.indptr)[i];
+}
+
+// Weight of stored entry j in accumulator precision.
+template <class T, class A> __device__ __forceinline__ A weight(const Args& a, int64_t j) {
+    return a.weights ? A(to_f(((const T*)a.weights)[j])) : A(a.homo);
+}
+
+// C = alpha * result + beta * C, rounded once; beta == 0 never reads C (it may hold NaN).
+template <class T, class A> __device__ __forceinline__ void blend(T* slot, A result, const Args& a) {
+    A v = A(a.alpha) * result;
+    if (a.beta != 0.0) v += A(a.beta) * A(to_f(*slot));
+    put(slot, v);
+}
+
+// w = clip(w + delta, lo, hi), in accumulator precision; NaN passes through as on the CPU.
+template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A delta, const Args& a) {
+    A v = A(to_f(*w)) + delta;
+    if (v < A(a.lo)) v = A(a.lo);
+    else if (v > A(a.hi)) v = A(a.hi);
+    put(w, v);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ double warp_sum(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Global index of this warp and this thread's lane, for one-warp-per-row kernels.
+__device__ __forceinline__ int64_t warp_id() { return ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
+__device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
+
+// ---------------------------------------------------------------- instantiation
+// Kernels are C templates instantiated under stable names: <family>_<T> or <family>_<T>_<In>,
+// with dtype names as in the C API (f16, bf16, f32, f64, bool). The Rust side builds the same
+// names (src/cuda/kernels.rs).
+#define EVS_FOR_FLOATS(X) X(f16, f16) X(bf16, bf16) X(float, f32) X(double, f64)
+#define EVS_FOR_INPUTS(X, T, TN) X(T, TN, u8, bool) X(T, TN, f16, f16) X(T, TN, bf16, bf16) \
+    X(T, TN, float, f32) X(T, TN, double, f64)

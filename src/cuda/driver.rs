@@ -1,0 +1,353 @@
+//! The CUDA driver through cudarc's `sys` layer, wrapped in evsparse's own RAII types: the
+//! per-context device state (`Gpu`), device memory from a stream-ordered pool, streams, and
+//! the push/pop scope that keeps the caller's current context unchanged.
+
+use crate::error::{Error, Result};
+use cudarc::driver::sys::{self, CUresult};
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr, CString};
+use std::sync::{Arc, RwLock};
+
+/// The legacy default stream: work on it waits for (and is waited on by) every blocking stream
+/// of the context. Setup-time copies and frees go there.
+pub(crate) const LEGACY_STREAM: sys::CUstream = 0x1 as sys::CUstream;
+
+/// The driver's name and description of a result code.
+fn describe(r: CUresult) -> String {
+    let (mut name, mut text) = (std::ptr::null(), std::ptr::null());
+    // SAFETY: the driver fills static strings or leaves the pointers NULL.
+    unsafe {
+        sys::cuGetErrorName(r, &mut name);
+        sys::cuGetErrorString(r, &mut text);
+    }
+    let read = |p: *const std::ffi::c_char| {
+        // SAFETY: non-NULL pointers from the driver are static C strings.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    };
+    match (read(name), read(text)) {
+        (Some(n), Some(t)) => format!("{n}: {t}"),
+        _ => format!("CUDA error {}", r as i32),
+    }
+}
+
+/// Maps a driver result to a status: out-of-memory to `EVS_ERROR_OUT_OF_MEMORY`, anything else
+/// to `EVS_ERROR_DEVICE`, with the driver's message.
+pub fn check(r: CUresult, what: &str) -> Result<()> {
+    match r {
+        CUresult::CUDA_SUCCESS => Ok(()),
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(Error::out_of_memory(format!("{what}: {}", describe(r)))),
+        _ => Err(Error::device(format!("{what}: {}", describe(r)))),
+    }
+}
+
+/// A kernel handle; the driver's function handles may be used from any thread.
+#[derive(Clone, Copy)]
+pub struct Function(pub sys::CUfunction);
+// SAFETY: CUfunction is an immutable handle, valid while the module is loaded.
+unsafe impl Send for Function {}
+unsafe impl Sync for Function {}
+
+/// One context's hold on a GPU: the retained primary context, the loaded kernel module, the
+/// memory pool, and the kernels looked up so far.
+pub struct Gpu {
+    pub ordinal: i32,
+    device: sys::CUdevice,
+    context: sys::CUcontext,
+    module: sys::CUmodule,
+    pool: sys::CUmemoryPool,
+    functions: RwLock<HashMap<String, Function>>,
+    pub multiprocessors: u32,
+}
+
+// SAFETY: the driver's handles are usable from any thread once their context is current, which
+// every use ensures through `Scope`.
+unsafe impl Send for Gpu {}
+unsafe impl Sync for Gpu {}
+
+/// Why CUDA cannot be used here, or `None` when the driver can be called.
+fn driver_missing() -> Option<String> {
+    // SAFETY: probes for the library without keeping it loaded.
+    if !unsafe { sys::is_culib_present() } {
+        return Some("the CUDA driver library (libcuda.so) was not found: no NVIDIA driver on this machine".into());
+    }
+    None
+}
+
+impl Gpu {
+    /// Retains device `ordinal`'s primary context and loads `image` (a fatbin) into it.
+    pub fn open(ordinal: i32, image: &[u8]) -> Result<Arc<Gpu>> {
+        if let Some(why) = driver_missing() {
+            return Err(Error::device_unavailable(format!("context: {why}")));
+        }
+        let unavailable = |what: &str, r: CUresult| Error::device_unavailable(format!("context: {what}: {}", describe(r)));
+        // SAFETY: plain driver calls with valid out-pointers; every acquired handle is released on
+        // failure by the guards below or by Gpu's Drop.
+        unsafe {
+            let r = sys::cuInit(0);
+            if r != CUresult::CUDA_SUCCESS {
+                return Err(unavailable("cannot initialise the CUDA driver", r));
+            }
+            let mut count = 0;
+            check(sys::cuDeviceGetCount(&mut count), "context")?;
+            if ordinal >= count {
+                return Err(Error::device_unavailable(format!(
+                    "context: CUDA device {ordinal} requested, but this machine has {count}"
+                )));
+            }
+            let mut device = 0;
+            check(sys::cuDeviceGet(&mut device, ordinal), "context")?;
+            let mut context = std::ptr::null_mut();
+            check(sys::cuDevicePrimaryCtxRetain(&mut context, device), "context: retaining the primary context")?;
+            let mut gpu = Gpu {
+                ordinal,
+                device,
+                context,
+                module: std::ptr::null_mut(),
+                pool: std::ptr::null_mut(),
+                functions: RwLock::new(HashMap::new()),
+                multiprocessors: 1,
+            };
+            let _scope = Scope::enter(context)?;
+            // cuModuleLoadData wants the image aligned like the fatbin header (8 bytes).
+            let mut aligned = vec![0u64; image.len().div_ceil(8)];
+            std::ptr::copy_nonoverlapping(image.as_ptr(), aligned.as_mut_ptr() as *mut u8, image.len());
+            let r = sys::cuModuleLoadData(&mut gpu.module, aligned.as_ptr() as *const c_void);
+            if r != CUresult::CUDA_SUCCESS {
+                return Err(unavailable(
+                    &format!("the evsparse kernels do not load on CUDA device {ordinal} ({})", gpu.arch()),
+                    r,
+                ));
+            }
+            let mut props: sys::CUmemPoolProps = std::mem::zeroed();
+            props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+            props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+            props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+            props.location.id = ordinal;
+            check(sys::cuMemPoolCreate(&mut gpu.pool, &props), "context: creating the memory pool")?;
+            gpu.multiprocessors =
+                gpu.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).max(1) as u32;
+            Ok(Arc::new(gpu))
+        }
+    }
+
+    fn attribute(&self, attr: sys::CUdevice_attribute) -> i32 {
+        let mut v = 0;
+        // SAFETY: valid device handle and out-pointer.
+        unsafe { sys::cuDeviceGetAttribute(&mut v, attr, self.device) };
+        v
+    }
+
+    /// "sm_90" style name of the device's architecture, for messages.
+    fn arch(&self) -> String {
+        use sys::CUdevice_attribute::*;
+        format!(
+            "sm_{}{}",
+            self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        )
+    }
+
+    /// Makes this GPU's context current until the scope ends.
+    pub fn enter(&self) -> Result<Scope> {
+        Scope::enter(self.context)
+    }
+
+    /// The kernel called `name`, looked up once.
+    pub fn function(&self, name: &str) -> Result<Function> {
+        if let Some(f) = self.functions.read().unwrap_or_else(|e| e.into_inner()).get(name) {
+            return Ok(*f);
+        }
+        let cname = CString::new(name).map_err(|_| Error::internal("kernel name contains NUL"))?;
+        let mut f = std::ptr::null_mut();
+        // SAFETY: the module is loaded; valid out-pointer and C string.
+        check(unsafe { sys::cuModuleGetFunction(&mut f, self.module, cname.as_ptr()) }, &format!("kernel {name}"))?;
+        self.functions.write().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), Function(f));
+        Ok(Function(f))
+    }
+
+    /// `bytes` of device memory from this context's pool, zero-filled, ready on every stream.
+    pub fn alloc(self: &Arc<Gpu>, what: &str, bytes: usize) -> Result<DeviceMemory> {
+        let mem = self.alloc_uninit(what, bytes)?;
+        if bytes > 0 {
+            let _scope = self.enter()?;
+            // SAFETY: mem holds `bytes` bytes.
+            unsafe {
+                check(sys::cuMemsetD8Async(mem.ptr, 0, bytes, LEGACY_STREAM), what)?;
+                check(sys::cuStreamSynchronize(LEGACY_STREAM), what)?;
+            }
+        }
+        Ok(mem)
+    }
+
+    /// Device memory holding a copy of host bytes, ready on every stream.
+    pub fn upload(self: &Arc<Gpu>, what: &str, src: &[u8]) -> Result<DeviceMemory> {
+        let mem = self.alloc_uninit(what, src.len())?;
+        if !src.is_empty() {
+            let _scope = self.enter()?;
+            // SAFETY: mem holds src.len() bytes.
+            unsafe {
+                check(sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), LEGACY_STREAM), what)?;
+                check(sys::cuStreamSynchronize(LEGACY_STREAM), what)?;
+            }
+        }
+        Ok(mem)
+    }
+
+    fn alloc_uninit(self: &Arc<Gpu>, what: &str, bytes: usize) -> Result<DeviceMemory> {
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            let _scope = self.enter()?;
+            // SAFETY: valid pool and out-pointer.
+            check(unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.pool, LEGACY_STREAM) }, what)?;
+        }
+        Ok(DeviceMemory { gpu: self.clone(), ptr })
+    }
+
+    /// Copies device bytes to the host, waiting for the copy (setup-time checks only).
+    pub fn download(&self, stream: sys::CUstream, src: u64, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let _scope = self.enter()?;
+        // SAFETY: the caller vouches that src holds dst.len() bytes of device memory.
+        unsafe {
+            check(sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr() as *mut c_void, src, dst.len(), stream), "download")?;
+            check(sys::cuStreamSynchronize(stream), "download")
+        }
+    }
+
+    /// Fails unless `ptr` is memory this GPU can access (device, managed or registered host).
+    pub fn expect_accessible(&self, what: &str, ptr: *mut u8) -> Result<()> {
+        let _scope = self.enter()?;
+        let mut ordinal: i32 = -1;
+        // SAFETY: valid out-pointer; the driver only inspects the address.
+        let r = unsafe {
+            sys::cuPointerGetAttribute(
+                &mut ordinal as *mut i32 as *mut c_void,
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr as u64,
+            )
+        };
+        if r != CUresult::CUDA_SUCCESS {
+            return Err(Error::value(format!(
+                "{what}: pointer {ptr:p} is not memory CUDA knows (a CUDA context needs device pointers)"
+            )));
+        }
+        if ordinal != self.ordinal {
+            return Err(Error::value(format!(
+                "{what}: pointer {ptr:p} is on CUDA device {ordinal}, the context is on device {}",
+                self.ordinal
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // SAFETY: handles acquired in `open`; device memory holds an Arc, so all of it is freed.
+        unsafe {
+            if let Ok(_scope) = Scope::enter(self.context) {
+                sys::cuStreamSynchronize(LEGACY_STREAM);
+                if !self.pool.is_null() {
+                    sys::cuMemPoolDestroy(self.pool);
+                }
+                if !self.module.is_null() {
+                    sys::cuModuleUnload(self.module);
+                }
+            }
+            sys::cuDevicePrimaryCtxRelease_v2(self.device);
+        }
+    }
+}
+
+/// The GPU's context pushed on this thread's stack; popped on drop, so the caller's current
+/// context is the same after every evsparse call.
+pub struct Scope(());
+
+impl Scope {
+    fn enter(context: sys::CUcontext) -> Result<Scope> {
+        // SAFETY: a retained primary context.
+        check(unsafe { sys::cuCtxPushCurrent_v2(context) }, "making the CUDA context current")?;
+        Ok(Scope(()))
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: pops what `enter` pushed.
+        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+    }
+}
+
+/// Device memory owned by evsparse, returned to the pool on drop. The free is ordered on the
+/// legacy stream, so it waits for work queued on blocking streams (evsparse's own streams).
+pub struct DeviceMemory {
+    gpu: Arc<Gpu>,
+    pub ptr: u64,
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            if let Ok(_scope) = self.gpu.enter() {
+                // SAFETY: allocated from the pool in alloc_uninit and not freed before.
+                unsafe { sys::cuMemFreeAsync(self.ptr, LEGACY_STREAM) };
+            }
+        }
+    }
+}
+
+/// A stream on a GPU: created (and destroyed) by evsparse, or the caller's.
+pub struct GpuStream {
+    gpu: Arc<Gpu>,
+    pub raw: sys::CUstream,
+    owned: bool,
+}
+
+// SAFETY: CUstream handles may be used from any thread.
+unsafe impl Send for GpuStream {}
+unsafe impl Sync for GpuStream {}
+
+impl GpuStream {
+    /// A new blocking stream (ordered with the legacy stream, which frees memory).
+    pub fn create(gpu: &Arc<Gpu>) -> Result<GpuStream> {
+        let _scope = gpu.enter()?;
+        let mut raw = std::ptr::null_mut();
+        check(unsafe { sys::cuStreamCreate(&mut raw, 0) }, "stream")?;
+        Ok(GpuStream { gpu: gpu.clone(), raw, owned: true })
+    }
+
+    /// The caller's stream, checked to belong to this GPU's context.
+    pub fn wrap(gpu: &Arc<Gpu>, raw: sys::CUstream) -> Result<GpuStream> {
+        let _scope = gpu.enter()?;
+        if !raw.is_null() && raw != LEGACY_STREAM {
+            let mut owner = std::ptr::null_mut();
+            check(unsafe { sys::cuStreamGetCtx(raw, &mut owner) }, "stream: the native stream")?;
+            if owner != gpu.context {
+                return Err(Error::context_mismatch(format!(
+                    "stream: native stream {raw:p} belongs to another CUDA context than device {}'s primary context",
+                    gpu.ordinal
+                )));
+            }
+        }
+        Ok(GpuStream { gpu: gpu.clone(), raw, owned: false })
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        let _scope = self.gpu.enter()?;
+        check(unsafe { sys::cuStreamSynchronize(self.raw) }, "stream synchronize")
+    }
+}
+
+impl Drop for GpuStream {
+    fn drop(&mut self) {
+        if self.owned {
+            if let Ok(_scope) = self.gpu.enter() {
+                // SAFETY: created in `create`.
+                unsafe { sys::cuStreamDestroy_v2(self.raw) };
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Kernel arguments and launches. `Args` mirrors `struct Args` in kernels/common.cuh field for
+//! field (every field 8 bytes, so the layouts agree).
+
+use super::driver::{check, Gpu};
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use std::ffi::c_void;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Args {
+    pub indptr: u64,
+    pub indices: u64,
+    pub weights: u64,
+    pub colptr: u64,
+    pub rowind: u64,
+    pub perm: u64,
+    pub x: u64,
+    pub ldx: i64,
+    pub y: u64,
+    pub ldy: i64,
+    pub aux: u64,
+    pub ldaux: i64,
+    pub out2: u64,
+    pub m: i64,
+    pub k: i64,
+    pub n: i64,
+    pub nnz: i64,
+    pub batches: i64,
+    pub idx64: i64,
+    pub events: i64,
+    pub alpha: f64,
+    pub beta: f64,
+    pub homo: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            indptr: 0,
+            indices: 0,
+            weights: 0,
+            colptr: 0,
+            rowind: 0,
+            perm: 0,
+            x: 0,
+            ldx: 0,
+            y: 0,
+            ldy: 0,
+            aux: 0,
+            ldaux: 0,
+            out2: 0,
+            m: 0,
+            k: 0,
+            n: 0,
+            nnz: 0,
+            batches: 1,
+            idx64: 0,
+            events: 0,
+            alpha: 1.0,
+            beta: 0.0,
+            homo: 0.0,
+            lo: f64::NEG_INFINITY,
+            hi: f64::INFINITY,
+        }
+    }
+}
+
+/// Launch shape: blocks in x and y, threads per block in x and y.
+#[derive(Clone, Copy)]
+pub struct Grid {
+    pub blocks: (u64, u64),
+    pub threads: (u32, u32),
+}
+
+/// Threads per block of the one-dimensional kernels.
+pub(crate) const THREADS: u32 = 256;
+/// Largest grid extent in y (the x extent is 2^31 - 1).
+pub(crate) const MAX_GRID_Y: u64 = 65535;
+
+impl Grid {
+    /// One warp per item, 8 warps per block.
+    pub fn warps(items: u64) -> Grid {
+        Grid { blocks: (items.div_ceil(8), 1), threads: (THREADS, 1) }
+    }
+
+    /// One warp per (item, 32 columns), 8 warps per block.
+    pub fn warps_by_columns(items: u64, cols: u64) -> Grid {
+        Grid { blocks: (items.div_ceil(8), cols.div_ceil(32)), threads: (THREADS, 1) }
+    }
+
+    /// A grid-stride loop over `items`, capped at a few waves of the GPU.
+    pub fn strided(gpu: &Gpu, items: u64) -> Grid {
+        let cap = gpu.multiprocessors as u64 * 32;
+        Grid { blocks: (items.div_ceil(THREADS as u64).clamp(1, cap), 1), threads: (THREADS, 1) }
+    }
+
+    pub fn new(blocks: (u64, u64), threads: (u32, u32)) -> Grid {
+        Grid { blocks, threads }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.blocks.0 == 0 || self.blocks.1 == 0
+    }
+}
+
+impl Gpu {
+    /// Queues kernel `name` on `stream`; empty grids launch nothing.
+    pub fn launch(&self, stream: sys::CUstream, name: &str, grid: Grid, args: &Args) -> Result<()> {
+        if grid.is_empty() {
+            return Ok(());
+        }
+        let function = self.function(name)?;
+        if grid.blocks.0 >= i32::MAX as u64 || grid.blocks.1 > MAX_GRID_Y {
+            return Err(Error::not_supported(format!("{name}: the problem is too large for one launch")));
+        }
+        let (blocks_x, blocks_y) = (grid.blocks.0 as u32, grid.blocks.1 as u32);
+        let mut params = [args as *const Args as *mut c_void];
+        let _scope = self.enter()?;
+        // SAFETY: the kernel takes one `Args` by value, which params points to.
+        let r = unsafe {
+            sys::cuLaunchKernel(
+                function.0,
+                blocks_x,
+                blocks_y,
+                1,
+                grid.threads.0,
+                grid.threads.1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        check(r, &format!("launching {name}"))
+    }
+}
