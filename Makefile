@@ -19,18 +19,30 @@ WARN    := -Wall -Wextra -Werror -pedantic
 CFLAGS_TEST   := -std=c11 $(WARN) -O1 -g -Iinclude
 CXXFLAGS_TEST := -std=c++17 $(WARN) -O1 -g -Iinclude
 
+# nvcc: found on the machine (NVCC, CUDA_HOME, CUDA_PATH, PATH) or installed into .tools/ from
+# these pinned wheels (SPEC §7). build.rs finds it in either place; EVS_REQUIRE_CUDA makes a
+# missing nvcc an error here instead of a CPU-only build.
+CUDA_WHEELS := nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 \
+               nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
+NVCC_ON_MACHINE := $(or $(NVCC),$(shell command -v nvcc 2>/dev/null),$(if $(CUDA_HOME),$(wildcard $(CUDA_HOME)/bin/nvcc)),$(if $(CUDA_PATH),$(wildcard $(CUDA_PATH)/bin/nvcc)))
+ifeq ($(NVCC_ON_MACHINE),)
+NVCC_STAMP := $(CURDIR)/.tools/cuda-13.0.stamp
+endif
+export EVS_REQUIRE_CUDA := 1
+
 CMAKE_PIN := cmake==3.31.6
 CMAKE := $(shell command -v cmake 2>/dev/null)
 ifeq ($(CMAKE),)
 CMAKE := $(CURDIR)/.tools/venv/bin/cmake
 endif
 
-.PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols \
-        test-c test-cpp test-python test-valgrind test-install install uninstall bench-cpu clean
+.PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols kernel-report \
+        test-c test-cpp test-python test-valgrind test-install install uninstall bench-cpu \
+        gpu-bundle gpu-check clean
 
 all: build
 
-build:
+build: $(NVCC_STAMP)
 	cargo build --release
 	@mkdir -p $(STAGE)
 	ln -sf $(TARGET)/libevsparse.so $(STAGE)/libevsparse.so.$(MAJOR)
@@ -40,9 +52,15 @@ build:
 header: build
 	cp $$(ls -t target/release/build/evsparse-*/out/evsparse.h | head -n 1) include/evsparse.h
 
-$(CURDIR)/.tools/venv/bin/cmake:
+$(CURDIR)/.tools/venv/bin/python:
 	$(PYTHON) -m venv $(CURDIR)/.tools/venv
+
+$(CURDIR)/.tools/venv/bin/cmake: $(CURDIR)/.tools/venv/bin/python
 	$(CURDIR)/.tools/venv/bin/pip install --quiet $(CMAKE_PIN)
+
+$(CURDIR)/.tools/cuda-13.0.stamp: $(CURDIR)/.tools/venv/bin/python
+	$(CURDIR)/.tools/venv/bin/pip install --quiet $(CUDA_WHEELS)
+	touch $@
 
 # ---------------------------------------------------------------- install
 install: build
@@ -81,10 +99,15 @@ demo: $(CMAKE)
 test: cargo-test ffi-tests
 	@echo "make test: all suites passed"
 
-cargo-test:
+cargo-test: $(NVCC_STAMP)
 	cargo test --release
 
-ffi-tests: build check-header check-symbols test-c test-cpp test-python test-valgrind test-install
+ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-valgrind test-install
+
+# ptxas' resources for every kernel of the build (registers, spills, stack, shared memory).
+kernel-report: build
+	@report=$$(ls -t $(TARGET)/build/evsparse-*/out/ptxas-report.txt | head -n 1); \
+	awk -f kernels/ptxas-report.awk "$$report"
 
 check-header:
 	$(CC) -std=c11 $(WARN) -fsyntax-only -x c include/evsparse.h
@@ -150,6 +173,31 @@ test-install: $(CMAKE)
 bench-cpu: build
 	$(CC) -std=c11 -O2 -Iinclude bench/cpu_spmm.c -o $(BUILD)/cpu_spmm -L$(STAGE) -levsparse -Wl,-rpath,$(STAGE)
 	$(BUILD)/cpu_spmm
+
+# ---------------------------------------------------------------- GPU
+# The bundle the GPU check runs on a machine without Rust: the library (fatbin for GPU_ARCHS),
+# the C/C++ suites, the Rust test executables, the overhead probe. `make gpu-check` also runs it.
+GPU_ARCHS  ?= 90a
+GPU_TARGET := $(CURDIR)/target/gpu
+GPU_DIR    := $(CURDIR)/.gpu
+GPU_ENV    := EVS_CUDA_ARCHS=$(GPU_ARCHS) CARGO_TARGET_DIR=$(GPU_TARGET)
+RUST_GPU_TESTS := backends graph_capture reference
+
+gpu-bundle: $(NVCC_STAMP)
+	$(GPU_ENV) cargo build --release
+	rm -rf $(GPU_DIR)/rust && mkdir -p $(GPU_DIR)/rust
+	strip --strip-debug -o $(GPU_DIR)/libevsparse.so $(GPU_TARGET)/release/libevsparse.so
+	ln -sf libevsparse.so $(GPU_DIR)/libevsparse.so.$(MAJOR)
+	$(GPU_ENV) cargo test --release --no-run --message-format=json $(addprefix --test ,$(RUST_GPU_TESTS)) \
+	    | $(PYTHON) -c 'import json, sys; [print(m["target"]["name"], m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
+	    | while read name exe; do strip --strip-debug -o $(GPU_DIR)/rust/$$name $$exe; done
+	$(CC) $(CFLAGS_TEST) ffi_tests/test_c.c -o $(GPU_DIR)/test_c -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -lm
+	$(CXX) $(CXXFLAGS_TEST) ffi_tests/test_cpp.cpp -o $(GPU_DIR)/test_cpp -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
+	$(CC) -std=c11 $(WARN) -O2 -Iinclude bench/overhead.c -o $(GPU_DIR)/overhead -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
+	@du -sh $(GPU_DIR)
+
+gpu-check: gpu-bundle
+	.ci/gpu-check
 
 clean:
 	cargo clean

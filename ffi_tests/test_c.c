@@ -571,7 +571,8 @@ static void test_version_and_status(void) {
 
 static void test_context_and_stream(void) {
     evs_context *c = (evs_context *)0x1;
-    FAILS(EVS_ERROR_DEVICE_UNAVAILABLE, evs_context_create(EVS_DEVICE_CUDA, 0, &c));
+    /* no driver, no kernels, or no such GPU: unavailable in every build */
+    FAILS(EVS_ERROR_DEVICE_UNAVAILABLE, evs_context_create(EVS_DEVICE_CUDA, 4096, &c));
     CHECK(c == (evs_context *)0x1, "failed create must leave out untouched");
     CHECK(strstr(evs_last_error(), "CUDA") != NULL, "message names CUDA: %s", evs_last_error());
     FAILS(EVS_ERROR_INVALID_ENUM, evs_context_create(99, 0, &c));
@@ -680,6 +681,13 @@ static void test_dense_handles(void) {
     if (!is_cpu) {
         FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 4, host, &d));
         CHECK(strstr(evs_last_error(), "device pointers") != NULL, "host pointer message: %s", evs_last_error());
+        evs_dense *small = NULL;
+        void *data = NULL;
+        OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 4, &small));
+        OK(evs_dense_data(small, &data));
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 1LL << 20, 1LL << 10, 1LL << 10, data, &d));
+        CHECK(strstr(evs_last_error(), "past the end") != NULL, "allocation bound message: %s", evs_last_error());
+        OK(evs_dense_destroy(small));
     }
     FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 3, 4, 3, host, &d));
     FAILS(EVS_ERROR_NULL_POINTER, evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 3, 4, 4, NULL, &d));
@@ -912,7 +920,7 @@ static void test_bsr_handles(void) {
     {
         evs_dense *keep[3];
         int32_t *dip = wrappable(ip, sizeof ip, &keep[0]), *doob = wrappable(oob, sizeof oob, &keep[1]);
-        float *dv = wrappable(v, sizeof v, &keep[2]);
+        float *dv = wrappable(v, 2 * 16 * 32 * sizeof(float), &keep[2]);
         OK(evs_bsr_wrap(ctx, 2, 2, 16, 32, 2, dip, doob, EVS_DTYPE_F32, dv, &a));
         evs_dense *b = NULL, *c = NULL;
         OK(evs_dense_create_matrix(ctx, EVS_DTYPE_F32, 64, 3, &b));

@@ -1,7 +1,7 @@
 //! The backend of EVS_TEST_DEVICE (the CPU by default) against naive references written here, through the safe core API, on
 //! random inputs (odd sizes, empty rows, duplicates, nnz = 0), plus validation units.
 
-use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU, EVS_DEVICE_CUDA, EVS_DEVICE_DEFAULT};
+use evsparse::core::context::{Context, Stream};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
 use evsparse::core::{ops, InputKind, Op};
@@ -9,41 +9,8 @@ use evsparse::dtype::DType;
 use evsparse::error::*;
 use std::sync::Arc;
 
-/// xorshift64*, seeded from EVS_TEST_SEED or the clock (printed, to replay a failure).
-struct Rng(u64);
-impl Rng {
-    fn new() -> Rng {
-        let seed = std::env::var("EVS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
-        });
-        println!("seed: EVS_TEST_SEED={seed}");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(2685821657736338717)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-}
-
-/// A context on EVS_TEST_DEVICE (cpu by default; cuda or default), and a stream on it.
-fn setup() -> (Arc<Context>, Stream) {
-    let kind = match std::env::var("EVS_TEST_DEVICE").as_deref() {
-        Ok("cuda") => EVS_DEVICE_CUDA,
-        Ok("default") => EVS_DEVICE_DEFAULT,
-        _ => EVS_DEVICE_CPU,
-    };
-    let ctx = Context::new(kind, 0).unwrap();
-    let stream = Stream::new(&ctx).unwrap();
-    (ctx, stream)
-}
+mod common;
+use common::{setup, Rng};
 
 fn vector_f64(ctx: &Arc<Context>, s: &Stream, values: &[f64]) -> Dense {
     let d = Dense::create(ctx, DType::F64, 1, values.len() as i64, 1).unwrap();

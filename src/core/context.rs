@@ -99,7 +99,7 @@ impl Context {
     pub fn borrow(&self, what: &str, ptr: *mut u8, bytes: usize, align: usize) -> Result<Arc<Buffer>> {
         let buf = Buffer::borrow(what, ptr, bytes, align)?;
         if let Backend::Cuda(gpu) = &self.backend {
-            gpu.expect_accessible(what, ptr)?;
+            gpu.expect_accessible(what, ptr, bytes)?;
         }
         Ok(Arc::new(buf))
     }

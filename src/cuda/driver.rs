@@ -216,19 +216,18 @@ impl Gpu {
         }
     }
 
-    /// Fails unless `ptr` is memory this GPU can access (device, managed or registered host).
-    pub fn expect_accessible(&self, what: &str, ptr: *mut u8) -> Result<()> {
+    /// Fails unless `bytes` from `ptr` are memory this GPU can access (device, managed or
+    /// registered host) and, where the driver knows the allocation, lie inside it.
+    pub fn expect_accessible(&self, what: &str, ptr: *mut u8, bytes: usize) -> Result<()> {
         let _scope = self.enter()?;
-        let mut ordinal: i32 = -1;
-        // SAFETY: valid out-pointer; the driver only inspects the address.
-        let r = unsafe {
-            sys::cuPointerGetAttribute(
-                &mut ordinal as *mut i32 as *mut c_void,
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                ptr as u64,
-            )
-        };
-        if r != CUresult::CUDA_SUCCESS {
+        use sys::CUpointer_attribute::*;
+        let (mut memory_type, mut ordinal): (u32, i32) = (0, -1);
+        let mut attrs = [CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL];
+        let mut data = [&mut memory_type as *mut u32 as *mut c_void, &mut ordinal as *mut i32 as *mut c_void];
+        // SAFETY: two attributes with matching out-pointers. Unlike cuPointerGetAttribute, this
+        // succeeds for memory CUDA does not know, leaving the memory type 0.
+        check(unsafe { sys::cuPointerGetAttributes(2, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr as u64) }, what)?;
+        if memory_type == 0 {
             return Err(Error::value(format!(
                 "{what}: pointer {ptr:p} is not memory CUDA knows (a CUDA context needs device pointers)"
             )));
@@ -238,6 +237,19 @@ impl Gpu {
                 "{what}: pointer {ptr:p} is on CUDA device {ordinal}, the context is on device {}",
                 self.ordinal
             )));
+        }
+        if memory_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
+            return Ok(()); // managed or registered host memory: no device allocation range to check
+        }
+        let (mut base, mut size) = (0, 0);
+        // SAFETY: valid out-pointers.
+        if unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr as u64) } == CUresult::CUDA_SUCCESS {
+            let end = ptr as u64 + bytes as u64;
+            if end > base + size as u64 {
+                return Err(Error::value(format!(
+                    "{what}: {bytes} bytes from {ptr:p} run past the end of its device allocation ({size} bytes from {base:#x})"
+                )));
+            }
         }
         Ok(())
     }

@@ -253,14 +253,28 @@ pub unsafe fn copy_host(s: &Stream, d: &Dense, host: *mut u8, to_host: bool) -> 
             what,
         );
     }
-    let mut copy: sys::CUDA_MEMCPY2D = std::mem::zeroed();
-    if to_host {
-        (copy.srcMemoryType, copy.srcDevice, copy.srcPitch) = (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, device, pitch);
-        (copy.dstMemoryType, copy.dstHost, copy.dstPitch) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, host as _, row_bytes);
-    } else {
-        (copy.srcMemoryType, copy.srcHost, copy.srcPitch) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, host as _, row_bytes);
-        (copy.dstMemoryType, copy.dstDevice, copy.dstPitch) = (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, device, pitch);
+    let (host_type, device_type) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
+    let mut copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: device_type,
+        srcHost: std::ptr::null(),
+        srcDevice: device,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: host_type,
+        dstHost: host as _,
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: row_bytes,
+        WidthInBytes: row_bytes,
+        Height: d.rows,
+    };
+    if !to_host {
+        (copy.srcMemoryType, copy.srcHost, copy.srcDevice, copy.srcPitch) = (host_type, host as _, 0, row_bytes);
+        (copy.dstMemoryType, copy.dstHost, copy.dstDevice, copy.dstPitch) = (device_type, std::ptr::null_mut(), device, pitch);
     }
-    (copy.WidthInBytes, copy.Height) = (row_bytes, d.rows);
     check(sys::cuMemcpy2DAsync_v2(&copy, stream), what)
 }

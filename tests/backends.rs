@@ -1,0 +1,417 @@
+//! The backend of EVS_TEST_DEVICE against the CPU backend: every operation, every dtype, N and
+//! T, homo and hetero, float and event inputs, alpha/beta, on fresh random inputs (odd sizes,
+//! empty rows, duplicates, nnz = 0). Outputs on the device under test are poisoned (NaN, or
+//! a sentinel for integers) before each run so that unwritten elements show. With the default
+//! EVS_TEST_DEVICE=cpu this compares the CPU backend with itself run again, which still checks
+//! that results are deterministic and fully written.
+
+mod common;
+
+use common::{setup, Rng};
+use evsparse::core::bsr::{Bsr, BsrShape};
+use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU};
+use evsparse::core::csr::{Csr, CsrShape};
+use evsparse::core::dense::Dense;
+use evsparse::core::{ops, InputKind, Op};
+use evsparse::dtype::DType;
+use half::{bf16, f16};
+use std::sync::Arc;
+
+const FLOATS: [DType; 4] = [DType::F16, DType::BF16, DType::F32, DType::F64];
+const EVENTS: [DType; 5] = [DType::Bool, DType::F16, DType::BF16, DType::F32, DType::F64];
+
+/// One device under test and the CPU reference, fed the same inputs.
+struct Pair {
+    dev: (Arc<Context>, Stream),
+    cpu: (Arc<Context>, Stream),
+    rng: Rng,
+}
+
+/// The same array on both sides.
+struct Both {
+    dev: Dense,
+    cpu: Dense,
+}
+
+fn encode(t: DType, values: &[f64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * t.size());
+    for &v in values {
+        match t {
+            DType::F16 => out.extend(f16::from_f64(v).to_le_bytes()),
+            DType::BF16 => out.extend(bf16::from_f64(v).to_le_bytes()),
+            DType::F32 => out.extend((v as f32).to_le_bytes()),
+            DType::F64 => out.extend(v.to_le_bytes()),
+            DType::Bool => out.push((v != 0.0) as u8),
+            DType::I32 => out.extend((v as i32).to_le_bytes()),
+            DType::I64 => out.extend((v as i64).to_le_bytes()),
+        }
+    }
+    out
+}
+
+fn decode(t: DType, bytes: &[u8]) -> Vec<f64> {
+    bytes
+        .chunks(t.size())
+        .map(|c| match t {
+            DType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
+            DType::BF16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
+            DType::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::F64 => f64::from_le_bytes(c.try_into().unwrap()),
+            DType::Bool => c[0] as f64,
+            DType::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::I64 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
+        })
+        .collect()
+}
+
+fn upload(ctx: &Arc<Context>, s: &Stream, t: DType, shape: (u32, usize, usize), values: &[f64]) -> Dense {
+    let d = Dense::create(ctx, t, shape.0, shape.1 as i64, shape.2 as i64).unwrap();
+    let bytes = encode(t, values);
+    unsafe { d.copy_from_host(s, bytes.as_ptr(), values.len()).unwrap() };
+    s.synchronize().unwrap();
+    d
+}
+
+fn read(s: &Stream, d: &Dense) -> Vec<f64> {
+    let mut bytes = vec![0u8; d.numel() * d.dtype.size()];
+    unsafe { d.copy_to_host(s, bytes.as_mut_ptr(), d.numel()).unwrap() };
+    s.synchronize().unwrap();
+    decode(d.dtype, &bytes)
+}
+
+/// Largest relative difference accepted for results stored in `t` (one rounding of the output
+/// plus f32 sums in another order).
+fn tolerance(t: DType) -> f64 {
+    match t {
+        DType::F16 => 4e-3,
+        DType::BF16 => 3e-2,
+        DType::F32 => 2e-5,
+        DType::F64 => 1e-12,
+        _ => 0.0,
+    }
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
+        let cpu_stream = Stream::new(&cpu).unwrap();
+        Pair { dev: setup(), cpu: (cpu, cpu_stream), rng: Rng::new() }
+    }
+
+    fn both(&self, t: DType, shape: (u32, usize, usize), values: &[f64]) -> Both {
+        Both { dev: upload(&self.dev.0, &self.dev.1, t, shape, values), cpu: upload(&self.cpu.0, &self.cpu.1, t, shape, values) }
+    }
+
+    /// Random values of dtype t in [-1, 1], `zero_pct` percent of them zero.
+    fn values(&mut self, n: usize, zero_pct: usize) -> Vec<f64> {
+        (0..n).map(|_| if self.rng.below(100) < zero_pct { 0.0 } else { self.rng.unit() }).collect()
+    }
+
+    /// Events: 0/1 for bool, else floats whose positive entries are active (negatives are not).
+    fn events(&mut self, t: DType, n: usize) -> Vec<f64> {
+        let pct = [2, 10, 40][self.rng.below(3)];
+        (0..n)
+            .map(|_| {
+                let on = self.rng.below(100) < pct;
+                match (t, on) {
+                    (DType::Bool, _) => on as u8 as f64,
+                    (_, true) => 0.25 + self.rng.unit().abs(),
+                    (_, false) => -self.rng.unit().abs() * self.rng.below(2) as f64,
+                }
+            })
+            .collect()
+    }
+
+    /// An output array: random contents on both sides when beta reads them, otherwise poison
+    /// (NaN) on the device under test so unwritten elements show.
+    fn output(&mut self, t: DType, shape: (u32, usize, usize), beta: f64) -> Both {
+        let n = shape.1 * shape.2;
+        let init = self.values(n, 0);
+        let out = self.both(t, shape, &init);
+        if beta == 0.0 {
+            out.dev.fill(&self.dev.1, f64::NAN).unwrap();
+        }
+        out
+    }
+
+    /// Checks the device result against the CPU one, elementwise.
+    fn compare(&self, what: &str, out: &Both) {
+        let (got, want) = (read(&self.dev.1, &out.dev), read(&self.cpu.1, &out.cpu));
+        let tol = tolerance(out.dev.dtype);
+        let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (w.abs() + 0.1 * scale);
+            assert!(same, "{what} ({}): [{i}] got {g}, CPU gives {w} (of {})", out.dev.dtype.name(), got.len());
+        }
+    }
+}
+
+/// A random CSR pattern: odd sizes, empty rows, duplicates, sometimes nnz = 0 or a larger case.
+struct Pattern {
+    m: usize,
+    k: usize,
+    indptr: Vec<i64>,
+    indices: Vec<i32>,
+}
+
+fn pattern(rng: &mut Rng) -> Pattern {
+    let big = rng.below(6) == 0;
+    let (m, k) = if big { (500 + rng.below(3000), 500 + rng.below(3000)) } else { (1 + rng.below(90), 1 + rng.below(90)) };
+    let per_row = if rng.below(8) == 0 { 0 } else { 1 + rng.below(if big { 60 } else { 12 }) };
+    let mut indptr = vec![0i64];
+    let mut indices = vec![];
+    for _ in 0..m {
+        let len = if per_row == 0 || rng.below(5) == 0 { 0 } else { rng.below(2 * per_row) };
+        for _ in 0..len {
+            let dup = !indices.is_empty() && rng.below(6) == 0;
+            indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
+        }
+        indptr.push(indices.len() as i64);
+    }
+    Pattern { m, k, indptr, indices }
+}
+
+/// The pattern as a CSR on both sides: int32 or int64 indptr, homo or hetero weights.
+fn csr_both(p: &mut Pair, pat: &Pattern, t: DType, homo: bool) -> (Csr, Csr, Vec<f64>) {
+    let index = if p.rng.below(2) == 0 { DType::I32 } else { DType::I64 };
+    let indptr: Vec<u8> = if index == DType::I32 { encode(DType::I32, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>()) } else { encode(DType::I64, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>()) };
+    let w = p.values(pat.indices.len(), 0);
+    let wb = encode(t, &w);
+    let homo_value = p.rng.unit();
+    let make = |ctx: &Arc<Context>| {
+        let shape = CsrShape::new(pat.m as i64, pat.k as i64, pat.indices.len() as i64, index, t).unwrap();
+        let weights = (!homo).then_some(wb.as_ptr());
+        unsafe { Csr::from_host(ctx, shape, indptr.as_ptr(), pat.indices.as_ptr(), weights, homo_value) }.unwrap()
+    };
+    (make(&p.dev.0), make(&p.cpu.0), w)
+}
+
+fn input_kinds(t: DType) -> Vec<(InputKind, DType)> {
+    let mut kinds = vec![(InputKind::Float, t)];
+    kinds.extend(EVENTS.iter().map(|&e| (InputKind::Events, e)));
+    kinds
+}
+
+fn input(p: &mut Pair, kind: InputKind, dtype: DType, shape: (u32, usize, usize)) -> Both {
+    let n = shape.1 * shape.2;
+    let v = if kind == InputKind::Float { p.values(n, 30) } else { p.events(dtype, n) };
+    p.both(dtype, shape, &v)
+}
+
+fn scalars(p: &mut Pair) -> (f64, f64) {
+    let alpha = [1.0, -0.5, 2.0][p.rng.below(3)];
+    let beta = [0.0, 0.0, 1.0, 0.25][p.rng.below(4)];
+    (alpha, beta)
+}
+
+#[test]
+fn spmv_and_spmm_match_cpu() {
+    let mut p = Pair::new();
+    for _ in 0..3 {
+        for t in FLOATS {
+            for op in [Op::N, Op::T] {
+                for homo in [true, false] {
+                    let pat = pattern(&mut p.rng);
+                    let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
+                    let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+                    for (kind, xt) in input_kinds(t) {
+                        let vector = p.rng.below(3) == 0;
+                        let n = if vector { 1 } else { [1, 3, 33, 70][p.rng.below(4)] };
+                        let ndim = if vector { 1 } else { 2 };
+                        let x = input(&mut p, kind, xt, (ndim, rows_in, n));
+                        let (alpha, beta) = scalars(&mut p);
+                        let y = p.output(t, (ndim, rows_out, n), beta);
+                        ops::spmm(&p.dev.1, op, kind, alpha, &dev_a, &x.dev, beta, &y.dev, vector).unwrap();
+                        ops::spmm(&p.cpu.1, op, kind, alpha, &cpu_a, &x.cpu, beta, &y.cpu, vector).unwrap();
+                        p.compare(&format!("spmm {op:?} {kind:?} {} homo={homo} n={n} {}x{}", xt.name(), pat.m, pat.k), &y);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn yw2y_matches_cpu() {
+    let mut p = Pair::new();
+    for _ in 0..4 {
+        for t in FLOATS {
+            for op in [Op::N, Op::T] {
+                let pat = pattern(&mut p.rng);
+                let homo = p.rng.below(2) == 0;
+                let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
+                let nnz = pat.indices.len();
+                let len = if op == Op::N { pat.m } else { pat.k };
+                let batches = p.rng.below(4);
+                let (yshape, oshape) = if batches == 0 { ((1, len, 1), (1, nnz, 1)) } else { ((2, batches, len), (2, batches, nnz)) };
+                let yv = p.values(yshape.1 * yshape.2, 10);
+                let y = p.both(t, yshape, &yv);
+                let bw = (p.rng.below(2) == 0).then(|| {
+                    let v = p.values(oshape.1 * oshape.2, 0);
+                    p.both(t, oshape, &v)
+                });
+                let (alpha, beta) = scalars(&mut p);
+                let out = p.output(t, oshape, beta);
+                ops::yw2y(&p.dev.1, op, &dev_a, bw.as_ref().map(|b| &b.dev), alpha, &y.dev, beta, &out.dev).unwrap();
+                ops::yw2y(&p.cpu.1, op, &cpu_a, bw.as_ref().map(|b| &b.cpu), alpha, &y.cpu, beta, &out.cpu).unwrap();
+                p.compare(&format!("yw2y {op:?} batches={batches}"), &out);
+            }
+        }
+    }
+}
+
+#[test]
+fn dense_products_match_cpu() {
+    let mut p = Pair::new();
+    for t in FLOATS {
+        for op in [Op::N, Op::T] {
+            for (kind, xt) in input_kinds(t) {
+                let (m, k) = (1 + p.rng.below(150), 1 + p.rng.below(150));
+                let vector = p.rng.below(2) == 0;
+                let n = if vector { 1 } else { [1, 5, 64, 71][p.rng.below(4)] };
+                let ndim = if vector { 1 } else { 2 };
+                let wshape = if op == Op::N { (2, m, k) } else { (2, k, m) };
+                let wv = p.values(m * k, 5);
+                let w = p.both(t, wshape, &wv);
+                let x = input(&mut p, kind, xt, (ndim, k, n));
+                let (alpha, beta) = scalars(&mut p);
+                let c = p.output(t, (ndim, m, n), beta);
+                ops::dense_mm(&p.dev.1, op, kind, alpha, &w.dev, &x.dev, beta, &c.dev, vector).unwrap();
+                ops::dense_mm(&p.cpu.1, op, kind, alpha, &w.cpu, &x.cpu, beta, &c.cpu, vector).unwrap();
+                p.compare(&format!("dense {op:?} {kind:?} {} {m}x{k}x{n}", xt.name()), &c);
+            }
+        }
+    }
+}
+
+/// A bound that clips some of the updates, or none.
+fn bounds(p: &mut Pair) -> (f64, f64) {
+    match p.rng.below(3) {
+        0 => (f64::NEG_INFINITY, f64::INFINITY),
+        1 => (-0.5, 0.5),
+        _ => (-1.0, f64::INFINITY),
+    }
+}
+
+#[test]
+fn plasticity_matches_cpu() {
+    let mut p = Pair::new();
+    for t in FLOATS {
+        for e in EVENTS {
+            for post in [false, true] {
+                let pat = pattern(&mut p.rng);
+                let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, false);
+                let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
+                let sv = p.events(e, n_spikes);
+                let spikes = p.both(e, (1, n_spikes, 1), &sv);
+                let tv = p.values(n_trace, 10);
+                let trace = p.both(t, (1, n_trace, 1), &tv);
+                let (lo, hi) = bounds(&mut p);
+                ops::csr_plasticity(&p.dev.1, post, &dev_a, &spikes.dev, &trace.dev, lo, hi).unwrap();
+                ops::csr_plasticity(&p.cpu.1, post, &cpu_a, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
+                let weights = |a: &Csr| match &a.weights {
+                    evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
+                    _ => unreachable!(),
+                };
+                p.compare(&format!("csr plasticity post={post} {}", e.name()), &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
+
+                let (m, k) = (1 + p.rng.below(120), 1 + p.rng.below(300));
+                let (n_spikes, n_trace) = if post { (k, m) } else { (m, k) };
+                let wv = p.values(m * k, 0);
+                let w = p.both(t, (2, m, k), &wv);
+                let sv = p.events(e, n_spikes);
+                let spikes = p.both(e, (1, n_spikes, 1), &sv);
+                let tv = p.values(n_trace, 10);
+                let trace = p.both(t, (1, n_trace, 1), &tv);
+                ops::dense_plasticity(&p.dev.1, post, &w.dev, &spikes.dev, &trace.dev, lo, hi).unwrap();
+                ops::dense_plasticity(&p.cpu.1, post, &w.cpu, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
+                p.compare(&format!("dense plasticity post={post} {}", e.name()), &w);
+            }
+        }
+    }
+}
+
+#[test]
+fn bsrmm_matches_cpu() {
+    let mut p = Pair::new();
+    for t in [DType::F16, DType::BF16, DType::F32] {
+        for out_t in [t, DType::F32] {
+            for (bm, bk) in [(16, 16), (32, 16), (16, 64), (64, 32)] {
+                let (mb, kb) = (1 + p.rng.below(4), 1 + p.rng.below(4));
+                // multiples of 16 take the tensor-core path for f16/bf16, others the fallback
+                let n = [16, 48, 80, 7, 33][p.rng.below(5)];
+                let mut indptr = vec![0i32];
+                let mut indices = vec![];
+                for _ in 0..mb {
+                    for c in 0..kb {
+                        if p.rng.below(2) == 0 {
+                            indices.push(c as i32);
+                        }
+                    }
+                    indptr.push(indices.len() as i32);
+                }
+                let values = encode(t, &p.values(indices.len() * bm * bk, 0));
+                let make = |ctx: &Arc<Context>| {
+                    let shape = BsrShape::new(mb as i64, kb as i64, bm as i64, bk as i64, indices.len() as i64, t).unwrap();
+                    unsafe { Bsr::from_host(ctx, shape, indptr.as_ptr(), indices.as_ptr(), values.as_ptr()) }.unwrap()
+                };
+                let (dev_a, cpu_a) = (make(&p.dev.0), make(&p.cpu.0));
+                let bv = p.values(kb * bk * n, 0);
+                let b = p.both(t, (2, kb * bk, n), &bv);
+                let (alpha, beta) = scalars(&mut p);
+                let c = p.output(out_t, (2, mb * bm, n), beta);
+                ops::bsrmm(&p.dev.1, alpha, &dev_a, &b.dev, beta, &c.dev).unwrap();
+                ops::bsrmm(&p.cpu.1, alpha, &cpu_a, &b.cpu, beta, &c.cpu).unwrap();
+                p.compare(&format!("bsrmm {} -> {} blocks {bm}x{bk} n={n}", t.name(), out_t.name()), &c);
+            }
+        }
+    }
+}
+
+#[test]
+fn compaction_and_csc_match_cpu() {
+    let mut p = Pair::new();
+    for e in EVENTS {
+        for n in [0, 1, 31, 1024, 1025, 5000 + p.rng.below(3000)] {
+            let sv = p.events(e, n);
+            let spikes = p.both(e, (1, n, 1), &sv);
+            let indices = p.both(DType::I32, (1, n.max(1), 1), &vec![-7.0; n.max(1)]);
+            let count = p.both(DType::I32, (1, 1, 1), &[-7.0]);
+            ops::compact(&p.dev.1, &spikes.dev, &indices.dev, &count.dev).unwrap();
+            ops::compact(&p.cpu.1, &spikes.cpu, &indices.cpu, &count.cpu).unwrap();
+            p.compare(&format!("compact count {} n={n}", e.name()), &count);
+            let written = read(&p.cpu.1, &count.cpu)[0] as usize;
+            let (got, want) = (read(&p.dev.1, &indices.dev), read(&p.cpu.1, &indices.cpu));
+            assert_eq!(got[..written], want[..written], "compact indices {} n={n}", e.name());
+        }
+    }
+    for _ in 0..6 {
+        let pat = pattern(&mut p.rng);
+        let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, DType::F32, true);
+        let nnz = pat.indices.len();
+        for it in [DType::I32, DType::I64] {
+            let colptr = p.both(it, (1, pat.k + 1, 1), &vec![-7.0; pat.k + 1]);
+            let rowind = p.both(DType::I32, (1, nnz, 1), &vec![-7.0; nnz]);
+            let perm = p.both(it, (1, nnz, 1), &vec![-7.0; nnz]);
+            ops::csr_to_csc(&p.dev.1, &dev_a, &colptr.dev, &rowind.dev, &perm.dev).unwrap();
+            ops::csr_to_csc(&p.cpu.1, &cpu_a, &colptr.cpu, &rowind.cpu, &perm.cpu).unwrap();
+            for (name, arr) in [("colptr", &colptr), ("rowind", &rowind), ("perm", &perm)] {
+                assert_eq!(read(&p.dev.1, &arr.dev), read(&p.cpu.1, &arr.cpu), "csr_to_csc {name} ({})", it.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn fill_matches_cpu() {
+    let mut p = Pair::new();
+    for t in [DType::F16, DType::BF16, DType::F32, DType::F64, DType::Bool, DType::I32, DType::I64] {
+        let (rows, cols) = (1 + p.rng.below(40), 1 + p.rng.below(40));
+        let init = p.values(rows * cols, 0);
+        let d = p.both(t, (2, rows, cols), &init);
+        let value = if t.is_float() { p.rng.unit() } else { 3.0 };
+        d.dev.fill(&p.dev.1, value).unwrap();
+        d.cpu.fill(&p.cpu.1, value).unwrap();
+        p.compare(&format!("fill {}", t.name()), &d);
+    }
+}

@@ -1,0 +1,173 @@
+//! After analysis, evsparse calls allocate nothing and never synchronize the host: a timestep
+//! loop (event compaction, spike propagation = spmv T on events, plasticity pre and post) is
+//! captured on the caller's CUDA stream into a graph (global capture mode, so any allocation
+//! or host synchronization inside would fail the capture), replayed, and compared with the CPU
+//! backend running the same steps. Needs EVS_TEST_DEVICE=cuda; elsewhere it reports a skip.
+
+mod common;
+
+use common::Rng;
+use cudarc::driver::sys::{self, CUresult};
+use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU, EVS_DEVICE_CUDA};
+use evsparse::core::csr::{Csr, CsrShape, Weights};
+use evsparse::core::dense::Dense;
+use evsparse::core::{ops, InputKind, Op};
+use evsparse::dtype::DType;
+use std::sync::Arc;
+
+fn ok(r: CUresult, what: &str) {
+    assert_eq!(r, CUresult::CUDA_SUCCESS, "{what}");
+}
+
+/// A stream the caller owns, in device 0's primary context (the one evsparse uses).
+fn caller_stream() -> sys::CUstream {
+    unsafe {
+        ok(sys::cuInit(0), "cuInit");
+        let (mut dev, mut ctx, mut stream) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        ok(sys::cuDeviceGet(&mut dev, 0), "cuDeviceGet");
+        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev), "retain");
+        ok(sys::cuCtxSetCurrent(ctx), "set current");
+        ok(sys::cuStreamCreate(&mut stream, 1), "stream");
+        stream
+    }
+}
+
+/// The network state of one backend.
+struct Net {
+    a: Csr,
+    spikes: Dense,
+    current: Dense,
+    pre_trace: Dense,
+    post_trace: Dense,
+    active: Dense,
+    count: Dense,
+}
+
+fn dense_f32(ctx: &Arc<Context>, s: &Stream, t: DType, values: &[f32]) -> Dense {
+    let d = Dense::create(ctx, t, 1, values.len() as i64, 1).unwrap();
+    let bytes: Vec<u8> = match t {
+        DType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        DType::F16 => values.iter().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect(),
+        DType::Bool => values.iter().map(|&v| (v != 0.0) as u8).collect(),
+        _ => unreachable!(),
+    };
+    unsafe { d.copy_from_host(s, bytes.as_ptr(), values.len()).unwrap() };
+    s.synchronize().unwrap();
+    d
+}
+
+fn weights_of(net: &Net) -> &Dense {
+    match &net.a.weights {
+        Weights::Hetero(w) => w,
+        Weights::Homo(_) => unreachable!(),
+    }
+}
+
+fn read_f64(s: &Stream, d: &Dense) -> Vec<f64> {
+    let mut bytes = vec![0u8; d.numel() * d.dtype.size()];
+    unsafe { d.copy_to_host(s, bytes.as_mut_ptr(), d.numel()).unwrap() };
+    s.synchronize().unwrap();
+    bytes
+        .chunks(d.dtype.size())
+        .map(|c| match d.dtype {
+            DType::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
+            DType::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_f64(),
+            DType::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+/// One simulation step: compact the spikes, propagate them, apply both plasticity rules.
+fn step(s: &Stream, net: &Net) {
+    ops::compact(s, &net.spikes, &net.active, &net.count).unwrap();
+    ops::spmm(s, Op::T, InputKind::Events, 1.0, &net.a, &net.spikes, 1.0, &net.current, true).unwrap();
+    ops::csr_plasticity(s, false, &net.a, &net.spikes, &net.post_trace, -1.0, 1.0).unwrap();
+    ops::csr_plasticity(s, true, &net.a, &net.spikes, &net.pre_trace, -1.0, 1.0).unwrap();
+}
+
+#[test]
+fn timestep_loop_replays_from_a_cuda_graph() {
+    if std::env::var("EVS_TEST_DEVICE").as_deref() != Ok("cuda") {
+        println!("skipped: set EVS_TEST_DEVICE=cuda on a machine with a GPU");
+        return;
+    }
+    let mut rng = Rng::new();
+    let gpu = Context::new(EVS_DEVICE_CUDA, 0).unwrap();
+    let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
+    let raw = caller_stream();
+    let (gs, cs) = (Stream::wrap(&gpu, raw as *mut _).unwrap(), Stream::new(&cpu).unwrap());
+    for t in [DType::F32, DType::F16] {
+        let n = 3000 + rng.below(2000);
+        let mut indptr = vec![0i64];
+        let mut indices = vec![];
+        for _ in 0..n {
+            for _ in 0..rng.below(40) {
+                indices.push(rng.below(n) as i32);
+            }
+            indptr.push(indices.len() as i64);
+        }
+        let weights: Vec<f32> = (0..indices.len()).map(|_| rng.unit() as f32 * 0.5).collect();
+        let spikes: Vec<f32> = (0..n).map(|_| (rng.below(100) < 5) as u8 as f32).collect();
+        let trace = |rng: &mut Rng| (0..n).map(|_| rng.unit() as f32 * 0.01).collect::<Vec<f32>>();
+        let (pre, post) = (trace(&mut rng), trace(&mut rng));
+        let build = |ctx: &Arc<Context>, s: &Stream| {
+            let w = dense_f32(ctx, s, t, &weights);
+            let w_bytes = {
+                let mut b = vec![0u8; w.numel() * t.size()];
+                unsafe { w.copy_to_host(s, b.as_mut_ptr(), w.numel()).unwrap() };
+                s.synchronize().unwrap();
+                b
+            };
+            let shape = CsrShape::new(n as i64, n as i64, indices.len() as i64, DType::I64, t).unwrap();
+            let a = unsafe {
+                Csr::from_host(ctx, shape, indptr.as_ptr() as *const u8, indices.as_ptr(), Some(w_bytes.as_ptr()), 0.0)
+            }
+            .unwrap();
+            ops::analyse(s, &a).unwrap();
+            Net {
+                a,
+                spikes: dense_f32(ctx, s, DType::Bool, &spikes),
+                current: dense_f32(ctx, s, t, &vec![0.0; n]),
+                pre_trace: dense_f32(ctx, s, t, &pre),
+                post_trace: dense_f32(ctx, s, t, &post),
+                active: Dense::create(ctx, DType::I32, 1, n as i64, 1).unwrap(),
+                count: Dense::create(ctx, DType::I32, 1, 1, 1).unwrap(),
+            }
+        };
+        let (gnet, cnet) = (build(&gpu, &gs), build(&cpu, &cs));
+
+        let (mut graph, mut exec) = (std::ptr::null_mut(), std::ptr::null_mut());
+        unsafe {
+            ok(sys::cuStreamBeginCapture_v2(raw, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL), "begin");
+            step(&gs, &gnet);
+            ok(sys::cuStreamEndCapture(raw, &mut graph), "end capture (an allocation or sync inside breaks it)");
+            ok(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "instantiate");
+        }
+        let replays = 5;
+        for _ in 0..replays {
+            unsafe { ok(sys::cuGraphLaunch(exec, raw), "launch") };
+            step(&cs, &cnet);
+        }
+        gs.synchronize().unwrap();
+        let tol = if t == DType::F32 { 1e-4 } else { 2e-2 };
+        for (what, g, c) in [
+            ("current", &gnet.current, &cnet.current),
+            ("weights", weights_of(&gnet), weights_of(&cnet)),
+            ("count", &gnet.count, &cnet.count),
+        ] {
+            let (got, want) = (read_f64(&gs, g), read_f64(&cs, c));
+            for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+                assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}[{i}] ({}): graph {x}, CPU {y}", t.name());
+            }
+        }
+        let count = read_f64(&cs, &cnet.count)[0] as usize;
+        assert_eq!(read_f64(&gs, &gnet.active)[..count], read_f64(&cs, &cnet.active)[..count], "active indices");
+        assert!(count > 0, "the test network must spike");
+        unsafe {
+            sys::cuGraphExecDestroy(exec);
+            sys::cuGraphDestroy(graph);
+        }
+        println!("{}: {replays} graph replays of a {n}-neuron step match the CPU", t.name());
+    }
+}
