@@ -229,7 +229,8 @@ def bench_yw2y(evs, tab, quick):
         src = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row) if op == OP_N else col.long()
         check("yw2y", out, w * y[src])
         base = timed(lambda: w * y[src])
-        nbytes = 4 * col.numel() * 3 + 4 * n + (0 if op == OP_N else 0)
+        # N reads weights and y by row (no column indices); T also reads the indices
+        nbytes = (8 if op == OP_N else 12) * col.numel() + 4 * n + 4 * (n + 1)
         tab.add(f"yw2y {'N' if op == OP_N else 'T'} {n:,}² ×{per_row}/row", ours, "torch gather-multiply", base, nbytes)
         evs.call("evs_csr_destroy", a)
 

@@ -250,9 +250,12 @@ const char *evs_last_error(void);
 const char *evs_version(void);
 
 /**
- * Creates a context on a device: `EVS_DEVICE_DEFAULT` (the first usable GPU, else the CPU),
- * `EVS_DEVICE_CPU`, or `EVS_DEVICE_CUDA` with a device ordinal. The CPU backend uses
- * `EVS_NUM_THREADS` threads if that variable is set, else one per core.
+ * Creates a context on a device: `EVS_DEVICE_DEFAULT` (GPU `ordinal` if it is usable, else
+ * the CPU), `EVS_DEVICE_CPU`, or `EVS_DEVICE_CUDA` with a device ordinal. A CUDA context
+ * retains the device's primary context, loads the kernels and makes a memory pool; without a
+ * driver, a GPU or kernels in this build it fails with `EVS_ERROR_DEVICE_UNAVAILABLE` saying
+ * which. The CPU backend uses `EVS_NUM_THREADS` threads if that variable is set, else one per
+ * core.
  */
 evs_status evs_context_create(evs_device_kind kind,
                               int32_t ordinal,
@@ -272,14 +275,17 @@ evs_status evs_context_device(const struct evs_context *ctx,
                               int32_t *ordinal);
 
 /**
- * Creates a stream owned by evsparse. On a CPU context work runs synchronously.
+ * Creates a stream owned by evsparse (a blocking CUDA stream on CUDA contexts). On a CPU
+ * context work runs synchronously.
  */
 evs_status evs_stream_create(struct evs_context *ctx,
                              struct evs_stream **out);
 
 /**
- * Wraps a `CUstream`/`cudaStream_t` the caller owns (never destroyed by evsparse). Only CUDA
- * contexts have native streams: on a CPU context this returns `EVS_ERROR_NOT_SUPPORTED`.
+ * Wraps a `CUstream`/`cudaStream_t` the caller owns (never destroyed by evsparse); NULL is the
+ * legacy default stream. It must belong to the device's primary context (the CUDA runtime's,
+ * torch's and cupy's), else `EVS_ERROR_CONTEXT_MISMATCH`. Only CUDA contexts have native
+ * streams: on a CPU context this returns `EVS_ERROR_NOT_SUPPORTED`.
  */
 evs_status evs_stream_wrap(struct evs_context *ctx,
                            void *native,
@@ -315,7 +321,8 @@ evs_status evs_dense_create_matrix(struct evs_context *ctx,
 /**
  * Wraps `n` contiguous elements the caller owns (zero-copy; a device pointer on CUDA
  * contexts, host memory on CPU ones). `data` must be aligned to the element size and stay
- * valid while the handle is used.
+ * valid while the handle is used. On CUDA the driver must know the pointer as memory of the
+ * context's GPU, and the array must fit in its allocation (`EVS_ERROR_INVALID_VALUE`).
  */
 evs_status evs_dense_wrap_vector(struct evs_context *ctx,
                                  evs_dtype dtype,
@@ -336,7 +343,9 @@ evs_status evs_dense_wrap_matrix(struct evs_context *ctx,
                                  struct evs_dense **out);
 
 /**
- * Destroys a dense handle (borrowed memory is left alone). NULL is a no-op.
+ * Destroys a dense handle (borrowed memory is left alone). NULL is a no-op. Owned device
+ * memory is freed in order on the legacy default stream, after work queued on blocking
+ * streams; synchronize a non-blocking stream of yours that still uses it first.
  */
 evs_status evs_dense_destroy(struct evs_dense *dense);
 
@@ -430,14 +439,16 @@ evs_status evs_csr_destroy(struct evs_csr *csr);
 
 /**
  * Checks the structure of a (wrapped) CSR matrix: indptr[0] = 0, non-decreasing,
- * indptr[m] = nnz, every index in [0, k). Fails with `EVS_ERROR_INVALID_STRUCTURE`.
+ * indptr[m] = nnz, every index in [0, k). Fails with `EVS_ERROR_INVALID_STRUCTURE`. On CUDA it
+ * copies the structure to the host and waits for the stream.
  */
 evs_status evs_csr_validate(struct evs_stream *stream,
                             const struct evs_csr *csr);
 
 /**
- * Builds and caches the derived structures (CSC mirror, row ids) now, so that later
- * operations allocate nothing and never synchronize the host.
+ * Builds and caches the derived structures (the CSC mirror and its permutation, on the
+ * context's device) now, so that later operations allocate nothing and never synchronize the
+ * host (a timestep loop can then be captured in a CUDA graph). Waits for the stream.
  */
 evs_status evs_csr_analyse(struct evs_stream *stream,
                            struct evs_csr *csr);

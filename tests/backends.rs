@@ -99,7 +99,10 @@ impl Pair {
     }
 
     fn both(&self, t: DType, shape: (u32, usize, usize), values: &[f64]) -> Both {
-        Both { dev: upload(&self.dev.0, &self.dev.1, t, shape, values), cpu: upload(&self.cpu.0, &self.cpu.1, t, shape, values) }
+        Both {
+            dev: upload(&self.dev.0, &self.dev.1, t, shape, values),
+            cpu: upload(&self.cpu.0, &self.cpu.1, t, shape, values),
+        }
     }
 
     /// Random values of dtype t in [-1, 1], `zero_pct` percent of them zero.
@@ -156,7 +159,8 @@ struct Pattern {
 
 fn pattern(rng: &mut Rng) -> Pattern {
     let big = rng.below(6) == 0;
-    let (m, k) = if big { (500 + rng.below(3000), 500 + rng.below(3000)) } else { (1 + rng.below(90), 1 + rng.below(90)) };
+    let (m, k) =
+        if big { (500 + rng.below(3000), 500 + rng.below(3000)) } else { (1 + rng.below(90), 1 + rng.below(90)) };
     let per_row = if rng.below(8) == 0 { 0 } else { 1 + rng.below(if big { 60 } else { 12 }) };
     let mut indptr = vec![0i64];
     let mut indices = vec![];
@@ -174,7 +178,11 @@ fn pattern(rng: &mut Rng) -> Pattern {
 /// The pattern as a CSR on both sides: int32 or int64 indptr, homo or hetero weights.
 fn csr_both(p: &mut Pair, pat: &Pattern, t: DType, homo: bool) -> (Csr, Csr, Vec<f64>) {
     let index = if p.rng.below(2) == 0 { DType::I32 } else { DType::I64 };
-    let indptr: Vec<u8> = if index == DType::I32 { encode(DType::I32, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>()) } else { encode(DType::I64, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>()) };
+    let indptr: Vec<u8> = if index == DType::I32 {
+        encode(DType::I32, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>())
+    } else {
+        encode(DType::I64, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>())
+    };
     let w = p.values(pat.indices.len(), 0);
     let wb = encode(t, &w);
     let homo_value = p.rng.unit();
@@ -223,7 +231,10 @@ fn spmv_and_spmm_match_cpu() {
                         let y = p.output(t, (ndim, rows_out, n), beta);
                         ops::spmm(&p.dev.1, op, kind, alpha, &dev_a, &x.dev, beta, &y.dev, vector).unwrap();
                         ops::spmm(&p.cpu.1, op, kind, alpha, &cpu_a, &x.cpu, beta, &y.cpu, vector).unwrap();
-                        p.compare(&format!("spmm {op:?} {kind:?} {} homo={homo} n={n} {}x{}", xt.name(), pat.m, pat.k), &y);
+                        p.compare(
+                            &format!("spmm {op:?} {kind:?} {} homo={homo} n={n} {}x{}", xt.name(), pat.m, pat.k),
+                            &y,
+                        );
                     }
                 }
             }
@@ -243,7 +254,8 @@ fn yw2y_matches_cpu() {
                 let nnz = pat.indices.len();
                 let len = if op == Op::N { pat.m } else { pat.k };
                 let batches = p.rng.below(4);
-                let (yshape, oshape) = if batches == 0 { ((1, len, 1), (1, nnz, 1)) } else { ((2, batches, len), (2, batches, nnz)) };
+                let (yshape, oshape) =
+                    if batches == 0 { ((1, len, 1), (1, nnz, 1)) } else { ((2, batches, len), (2, batches, nnz)) };
                 let yv = p.values(yshape.1 * yshape.2, 10);
                 let y = p.both(t, yshape, &yv);
                 let bw = (p.rng.below(2) == 0).then(|| {
@@ -313,7 +325,10 @@ fn plasticity_matches_cpu() {
                     evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
                     _ => unreachable!(),
                 };
-                p.compare(&format!("csr plasticity post={post} {}", e.name()), &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
+                p.compare(
+                    &format!("csr plasticity post={post} {}", e.name()),
+                    &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) },
+                );
 
                 let (m, k) = (1 + p.rng.below(120), 1 + p.rng.below(300));
                 let (n_spikes, n_trace) = if post { (k, m) } else { (m, k) };
@@ -352,7 +367,8 @@ fn bsrmm_matches_cpu() {
                 }
                 let values = encode(t, &p.values(indices.len() * bm * bk, 0));
                 let make = |ctx: &Arc<Context>| {
-                    let shape = BsrShape::new(mb as i64, kb as i64, bm as i64, bk as i64, indices.len() as i64, t).unwrap();
+                    let shape =
+                        BsrShape::new(mb as i64, kb as i64, bm as i64, bk as i64, indices.len() as i64, t).unwrap();
                     unsafe { Bsr::from_host(ctx, shape, indptr.as_ptr(), indices.as_ptr(), values.as_ptr()) }.unwrap()
                 };
                 let (dev_a, cpu_a) = (make(&p.dev.0), make(&p.cpu.0));

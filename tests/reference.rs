@@ -152,7 +152,16 @@ fn csr_to_csc_is_a_stable_mirror() {
             let mut bytes = vec![0u8; d.numel() * t_size];
             unsafe { d.copy_to_host(&s, bytes.as_mut_ptr(), d.numel()).unwrap() };
             s.synchronize().unwrap();
-            bytes.chunks(t_size).map(|c| if t_size == 4 { i32::from_le_bytes(c.try_into().unwrap()) as i64 } else { i64::from_le_bytes(c.try_into().unwrap()) }).collect()
+            bytes
+                .chunks(t_size)
+                .map(|c| {
+                    if t_size == 4 {
+                        i32::from_le_bytes(c.try_into().unwrap()) as i64
+                    } else {
+                        i64::from_le_bytes(c.try_into().unwrap())
+                    }
+                })
+                .collect()
         };
         assert_eq!(read_ints(&rowind, 4), order.iter().map(|o| o.1 as i64).collect::<Vec<_>>());
         assert_eq!(read_ints(&perm, 8), order.iter().map(|o| o.2 as i64).collect::<Vec<_>>());

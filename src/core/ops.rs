@@ -6,9 +6,9 @@ use super::context::{Backend, Context, Stream};
 use super::csr::{Csr, Weights};
 use super::dense::Dense;
 use super::{InputKind, Op};
-use crate::{cpu, cuda};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::{cpu, cuda};
 use std::sync::Arc;
 
 /// Checks that every named handle lives in the stream's context.

@@ -79,7 +79,8 @@ impl Gpu {
         if let Some(why) = driver_missing() {
             return Err(Error::device_unavailable(format!("context: {why}")));
         }
-        let unavailable = |what: &str, r: CUresult| Error::device_unavailable(format!("context: {what}: {}", describe(r)));
+        let unavailable =
+            |what: &str, r: CUresult| Error::device_unavailable(format!("context: {what}: {}", describe(r)));
         // SAFETY: plain driver calls with valid out-pointers; every acquired handle is released on
         // failure by the guards below or by Gpu's Drop.
         unsafe {
@@ -186,7 +187,10 @@ impl Gpu {
             let _scope = self.enter()?;
             // SAFETY: mem holds src.len() bytes.
             unsafe {
-                check(sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), LEGACY_STREAM), what)?;
+                check(
+                    sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), LEGACY_STREAM),
+                    what,
+                )?;
                 check(sys::cuStreamSynchronize(LEGACY_STREAM), what)?;
             }
         }
@@ -204,7 +208,7 @@ impl Gpu {
     }
 
     /// Copies device bytes to the host, waiting for the copy (setup-time checks only).
-    pub fn download(&self, stream: sys::CUstream, src: u64, dst: &mut [u8]) -> Result<()> {
+    pub(crate) fn download(&self, stream: sys::CUstream, src: u64, dst: &mut [u8]) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
         }
@@ -332,7 +336,7 @@ impl GpuStream {
     }
 
     /// The caller's stream, checked to belong to this GPU's context.
-    pub fn wrap(gpu: &Arc<Gpu>, raw: sys::CUstream) -> Result<GpuStream> {
+    pub(crate) fn wrap(gpu: &Arc<Gpu>, raw: sys::CUstream) -> Result<GpuStream> {
         let _scope = gpu.enter()?;
         if !raw.is_null() && raw != LEGACY_STREAM {
             let mut owner = std::ptr::null_mut();

@@ -108,7 +108,7 @@ impl Grid {
 
 impl Gpu {
     /// Queues kernel `name` on `stream`; empty grids launch nothing.
-    pub fn launch(&self, stream: sys::CUstream, name: &str, grid: Grid, args: &Args) -> Result<()> {
+    pub(crate) fn launch(&self, stream: sys::CUstream, name: &str, grid: Grid, args: &Args) -> Result<()> {
         if grid.is_empty() {
             return Ok(());
         }

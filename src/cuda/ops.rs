@@ -56,7 +56,8 @@ pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense,
         ..csr_args(a)
     };
     let shape = if n == 1 { "spmv" } else { "spmm" };
-    let gather = |rows: usize| if n == 1 { Grid::warps(rows as u64) } else { Grid::warps_by_columns(rows as u64, n as u64) };
+    let gather =
+        |rows: usize| if n == 1 { Grid::warps(rows as u64) } else { Grid::warps_by_columns(rows as u64, n as u64) };
     match op {
         Op::N => gpu.launch(stream, &format!("{shape}_n_{t}_{input}"), gather(a.m), &args),
         Op::T if matches!(a.dtype, DType::F32 | DType::F64) => {
@@ -70,7 +71,16 @@ pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense,
 
 /// yw2y, 1-D (one batch) or batched; per-batch weights replace the CSR's when given.
 #[allow(clippy::too_many_arguments)]
-pub fn yw2y(s: &Stream, op: Op, a: &Csr, bw: Option<&Dense>, alpha: f64, y: &Dense, beta: f64, out: &Dense) -> Result<()> {
+pub fn yw2y(
+    s: &Stream,
+    op: Op,
+    a: &Csr,
+    bw: Option<&Dense>,
+    alpha: f64,
+    y: &Dense,
+    beta: f64,
+    out: &Dense,
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let batches = if y.ndim == 1 { 1 } else { y.rows };
     let args = Args {
@@ -94,7 +104,16 @@ pub fn yw2y(s: &Stream, op: Op, a: &Csr, bw: Option<&Dense>, alpha: f64, y: &Den
 
 /// Dense event mv/mm: W in aux; m output rows, k input rows, n columns.
 #[allow(clippy::too_many_arguments)]
-pub fn dense_mm(s: &Stream, op: Op, kind: InputKind, alpha: f64, w: &Dense, x: &Dense, beta: f64, c: &Dense) -> Result<()> {
+pub fn dense_mm(
+    s: &Stream,
+    op: Op,
+    kind: InputKind,
+    alpha: f64,
+    w: &Dense,
+    x: &Dense,
+    beta: f64,
+    c: &Dense,
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let args = Args {
         aux: w.buf.addr(),
@@ -136,7 +155,15 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &D
 }
 
 /// Dense plasticity on W (m x k): blocks of 256 columns over a stride of rows.
-pub fn dense_plasticity(s: &Stream, post: bool, w: &Dense, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+pub fn dense_plasticity(
+    s: &Stream,
+    post: bool,
+    w: &Dense,
+    spikes: &Dense,
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let args = Args {
         y: w.buf.addr(),
@@ -182,17 +209,32 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
         && b.buf.addr() % 32 == 0
         && a.values.buf.addr() % 32 == 0;
     if tensor_cores {
-        gpu.launch(stream, &format!("bsrmm_wmma_{t}_{tc}"), Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1)), &args)
+        gpu.launch(
+            stream,
+            &format!("bsrmm_wmma_{t}_{tc}"),
+            Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1)),
+            &args,
+        )
     } else {
-        gpu.launch(stream, &format!("bsrmm_simt_{t}_{tc}"), Grid::new((n.div_ceil(64), rows.div_ceil(4)), (64, 4)), &args)
+        gpu.launch(
+            stream,
+            &format!("bsrmm_simt_{t}_{tc}"),
+            Grid::new((n.div_ceil(64), rows.div_ceil(4)), (64, 4)),
+            &args,
+        )
     }
 }
 
 /// Event compaction in one block; the count stays on the device.
 pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let args =
-        Args { x: spikes.buf.addr(), m: spikes.rows as i64, y: indices.buf.addr(), out2: count.buf.addr(), ..Args::default() };
+    let args = Args {
+        x: spikes.buf.addr(),
+        m: spikes.rows as i64,
+        y: indices.buf.addr(),
+        out2: count.buf.addr(),
+        ..Args::default()
+    };
     gpu.launch(stream, &format!("compact_{}", spikes.dtype.name()), Grid::new((1, 1), (1024, 1)), &args)
 }
 
@@ -225,7 +267,8 @@ fn copy_device(gpu: &super::Gpu, stream: sys::CUstream, dst: u64, src: u64, byte
 /// Writes `value` into every logical element.
 pub fn fill(s: &Stream, d: &Dense, value: f64) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let args = Args { y: d.buf.addr(), ldy: d.ld as i64, m: d.rows as i64, n: d.cols as i64, alpha: value, ..Args::default() };
+    let args =
+        Args { y: d.buf.addr(), ldy: d.ld as i64, m: d.rows as i64, n: d.cols as i64, alpha: value, ..Args::default() };
     gpu.launch(stream, &format!("fill_{}", d.dtype.name()), Grid::strided(gpu, d.numel() as u64), &args)
 }
 
@@ -274,7 +317,8 @@ pub unsafe fn copy_host(s: &Stream, d: &Dense, host: *mut u8, to_host: bool) -> 
     };
     if !to_host {
         (copy.srcMemoryType, copy.srcHost, copy.srcDevice, copy.srcPitch) = (host_type, host as _, 0, row_bytes);
-        (copy.dstMemoryType, copy.dstHost, copy.dstDevice, copy.dstPitch) = (device_type, std::ptr::null_mut(), device, pitch);
+        (copy.dstMemoryType, copy.dstHost, copy.dstDevice, copy.dstPitch) =
+            (device_type, std::ptr::null_mut(), device, pitch);
     }
     check(sys::cuMemcpy2DAsync_v2(&copy, stream), what)
 }

@@ -111,9 +111,12 @@ unsafe fn destroy<H: Handle>(p: *mut H) -> evs_status {
     })
 }
 
-/// Creates a context on a device: `EVS_DEVICE_DEFAULT` (the first usable GPU, else the CPU),
-/// `EVS_DEVICE_CPU`, or `EVS_DEVICE_CUDA` with a device ordinal. The CPU backend uses
-/// `EVS_NUM_THREADS` threads if that variable is set, else one per core.
+/// Creates a context on a device: `EVS_DEVICE_DEFAULT` (GPU `ordinal` if it is usable, else
+/// the CPU), `EVS_DEVICE_CPU`, or `EVS_DEVICE_CUDA` with a device ordinal. A CUDA context
+/// retains the device's primary context, loads the kernels and makes a memory pool; without a
+/// driver, a GPU or kernels in this build it fails with `EVS_ERROR_DEVICE_UNAVAILABLE` saying
+/// which. The CPU backend uses `EVS_NUM_THREADS` threads if that variable is set, else one per
+/// core.
 #[no_mangle]
 pub unsafe extern "C" fn evs_context_create(
     kind: evs_device_kind,
@@ -155,7 +158,8 @@ pub unsafe extern "C" fn evs_context_device(
     })
 }
 
-/// Creates a stream owned by evsparse. On a CPU context work runs synchronously.
+/// Creates a stream owned by evsparse (a blocking CUDA stream on CUDA contexts). On a CPU
+/// context work runs synchronously.
 #[no_mangle]
 pub unsafe extern "C" fn evs_stream_create(ctx: *mut evs_context, out: *mut *mut evs_stream) -> evs_status {
     guard(|| {
@@ -165,8 +169,10 @@ pub unsafe extern "C" fn evs_stream_create(ctx: *mut evs_context, out: *mut *mut
     })
 }
 
-/// Wraps a `CUstream`/`cudaStream_t` the caller owns (never destroyed by evsparse). Only CUDA
-/// contexts have native streams: on a CPU context this returns `EVS_ERROR_NOT_SUPPORTED`.
+/// Wraps a `CUstream`/`cudaStream_t` the caller owns (never destroyed by evsparse); NULL is the
+/// legacy default stream. It must belong to the device's primary context (the CUDA runtime's,
+/// torch's and cupy's), else `EVS_ERROR_CONTEXT_MISMATCH`. Only CUDA contexts have native
+/// streams: on a CPU context this returns `EVS_ERROR_NOT_SUPPORTED`.
 #[no_mangle]
 pub unsafe extern "C" fn evs_stream_wrap(
     ctx: *mut evs_context,
@@ -227,7 +233,8 @@ pub unsafe extern "C" fn evs_dense_create_matrix(
 
 /// Wraps `n` contiguous elements the caller owns (zero-copy; a device pointer on CUDA
 /// contexts, host memory on CPU ones). `data` must be aligned to the element size and stay
-/// valid while the handle is used.
+/// valid while the handle is used. On CUDA the driver must know the pointer as memory of the
+/// context's GPU, and the array must fit in its allocation (`EVS_ERROR_INVALID_VALUE`).
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_wrap_vector(
     ctx: *mut evs_context,
@@ -266,7 +273,9 @@ pub unsafe extern "C" fn evs_dense_wrap_matrix(
     })
 }
 
-/// Destroys a dense handle (borrowed memory is left alone). NULL is a no-op.
+/// Destroys a dense handle (borrowed memory is left alone). NULL is a no-op. Owned device
+/// memory is freed in order on the legacy default stream, after work queued on blocking
+/// streams; synchronize a non-blocking stream of yours that still uses it first.
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_destroy(dense: *mut evs_dense) -> evs_status {
     destroy(dense)
@@ -439,7 +448,8 @@ pub unsafe extern "C" fn evs_csr_destroy(csr: *mut evs_csr) -> evs_status {
 }
 
 /// Checks the structure of a (wrapped) CSR matrix: indptr[0] = 0, non-decreasing,
-/// indptr[m] = nnz, every index in [0, k). Fails with `EVS_ERROR_INVALID_STRUCTURE`.
+/// indptr[m] = nnz, every index in [0, k). Fails with `EVS_ERROR_INVALID_STRUCTURE`. On CUDA it
+/// copies the structure to the host and waits for the stream.
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_validate(stream: *mut evs_stream, csr: *const evs_csr) -> evs_status {
     guard(|| {
@@ -449,8 +459,9 @@ pub unsafe extern "C" fn evs_csr_validate(stream: *mut evs_stream, csr: *const e
     })
 }
 
-/// Builds and caches the derived structures (CSC mirror, row ids) now, so that later
-/// operations allocate nothing and never synchronize the host.
+/// Builds and caches the derived structures (the CSC mirror and its permutation, on the
+/// context's device) now, so that later operations allocate nothing and never synchronize the
+/// host (a timestep loop can then be captured in a CUDA graph). Waits for the stream.
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_analyse(stream: *mut evs_stream, csr: *mut evs_csr) -> evs_status {
     guard(|| crate::core::ops::analyse(get("stream", stream)?, get("csr", csr)?))

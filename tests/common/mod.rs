@@ -39,4 +39,3 @@ pub fn setup() -> (Arc<Context>, Stream) {
     let stream = Stream::new(&ctx).unwrap();
     (ctx, stream)
 }
-
