@@ -2,7 +2,7 @@
 
 use super::memory::Buffer;
 use crate::cuda::{self, Gpu, GpuStream};
-use crate::error::{Error, Result, EVS_ERROR_DEVICE_UNAVAILABLE};
+use crate::error::{Error, Result};
 use std::sync::Arc;
 
 /// Device a context runs on (C enum, stable values).
@@ -30,10 +30,9 @@ impl Context {
         match kind {
             EVS_DEVICE_CPU => Self::cpu(),
             EVS_DEVICE_CUDA => Self::cuda(ordinal),
-            EVS_DEVICE_DEFAULT => match Self::cuda(ordinal) {
-                Err(e) if e.status == EVS_ERROR_DEVICE_UNAVAILABLE => Self::cpu(),
-                other => other,
-            },
+            // Any reason the GPU cannot be used (no driver, no device, no kernels for it, a
+            // driver error) means the CPU; evs_context_device tells the caller which it got.
+            EVS_DEVICE_DEFAULT => Self::cuda(ordinal).or_else(|_| Self::cpu()),
             _ => Err(Error::invalid_enum(format!("device kind: unknown value {kind}"))),
         }
     }
