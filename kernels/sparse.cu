@@ -38,18 +38,40 @@ template <class T, class In, class Walk> __device__ void gather_mv(const Args& a
     if (lane_id() == 0) blend((T*)a.y + i * a.ldy, acc, a);
 }
 
-// One warp per (output row, 32 columns): lane = column, so loads of x and stores of y coalesce.
+// One warp per (output row, 64 columns): lane l owns columns l and l + 32, so loads of x and
+// stores of y coalesce. The warp fetches 32 entries at a time (one per lane, coalesced) and
+// broadcasts each entry's source row and weight with shuffles.
 template <class T, class In, class Walk> __device__ void gather_mm(const Args& a) {
     typedef typename AccOf<T>::type A;
     const int64_t i = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    const int64_t c = (int64_t)blockIdx.y * 32 + lane_id();
-    if (i >= Walk::rows(a) || c >= a.n) return;
-    A acc = 0;
-    for (int64_t p = Walk::begin(a, i); p < Walk::end(a, i); p++) {
-        A v = input<A>((const In*)a.x, Walk::source(a, p) * a.ldx + c, a.events);
-        if (v != A(0)) acc += weight<T, A>(a, Walk::entry(a, p)) * v;
+    if (i >= Walk::rows(a)) return;  // whole warps only: the shuffles below need every lane
+    const int lane = lane_id();
+    const int64_t c0 = (int64_t)blockIdx.y * 64 + lane, c1 = c0 + 32;
+    const int64_t end = Walk::end(a, i);
+    A acc0 = 0, acc1 = 0;
+    for (int64_t base = Walk::begin(a, i); base < end; base += 32) {
+        int64_t src = 0;
+        A w = 0;
+        if (base + lane < end) {
+            src = Walk::source(a, base + lane);
+            w = weight<T, A>(a, Walk::entry(a, base + lane));
+        }
+        const int count = (int)min((int64_t)32, end - base);
+        for (int e = 0; e < count; e++) {
+            const In* x = (const In*)a.x + __shfl_sync(0xffffffffu, src, e) * a.ldx;
+            const A we = __shfl_sync(0xffffffffu, w, e);
+            if (c0 < a.n) {
+                A v = input<A>(x, c0, a.events);
+                if (v != A(0)) acc0 += we * v;
+            }
+            if (c1 < a.n) {
+                A v = input<A>(x, c1, a.events);
+                if (v != A(0)) acc1 += we * v;
+            }
+        }
     }
-    blend((T*)a.y + i * a.ldy + c, acc, a);
+    if (c0 < a.n) blend((T*)a.y + i * a.ldy + c0, acc0, a);
+    if (c1 < a.n) blend((T*)a.y + i * a.ldy + c1, acc1, a);
 }
 
 // y = beta * y over m x n (beta = 0 writes zeros without reading y): the first pass of scatter.

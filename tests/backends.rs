@@ -351,10 +351,11 @@ fn bsrmm_matches_cpu() {
     let mut p = Pair::new();
     for t in [DType::F16, DType::BF16, DType::F32] {
         for out_t in [t, DType::F32] {
-            for (bm, bk) in [(16, 16), (32, 16), (16, 64), (64, 32)] {
+            for (bm, bk) in [(16, 16), (32, 16), (16, 64), (64, 32), (64, 16), (128, 64), (128, 128)] {
                 let (mb, kb) = (1 + p.rng.below(4), 1 + p.rng.below(4));
-                // multiples of 16 take the tensor-core path for f16/bf16, others the fallback
-                let n = [16, 48, 80, 7, 33][p.rng.below(5)];
+                // multiples of 16 take the tensor-core paths for f16/bf16 (shared-memory tiles
+                // of 128 columns from 64 x 32 blocks up), others the fallback
+                let n = [16, 48, 80, 144, 272, 7, 33][p.rng.below(7)];
                 let mut indptr = vec![0i32];
                 let mut indices = vec![];
                 for _ in 0..mb {

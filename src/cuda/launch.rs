@@ -86,9 +86,9 @@ impl Grid {
         Grid { blocks: (items.div_ceil(8), 1), threads: (THREADS, 1) }
     }
 
-    /// One warp per (item, 32 columns), 8 warps per block.
-    pub fn warps_by_columns(items: u64, cols: u64) -> Grid {
-        Grid { blocks: (items.div_ceil(8), cols.div_ceil(32)), threads: (THREADS, 1) }
+    /// One warp per (item, `per_warp` columns), 8 warps per block.
+    pub fn warps_by_columns(items: u64, cols: u64, per_warp: u64) -> Grid {
+        Grid { blocks: (items.div_ceil(8), cols.div_ceil(per_warp)), threads: (THREADS, 1) }
     }
 
     /// A grid-stride loop over `items`, capped at a few waves of the GPU.

@@ -56,16 +56,19 @@ pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense,
         ..csr_args(a)
     };
     let shape = if n == 1 { "spmv" } else { "spmm" };
-    let gather =
-        |rows: usize| if n == 1 { Grid::warps(rows as u64) } else { Grid::warps_by_columns(rows as u64, n as u64) };
+    // one warp per output row (spmv), or per row and 64 columns (gather) / 32 columns (scatter)
+    let grid = |rows: usize, per_warp: u64| match n {
+        1 => Grid::warps(rows as u64),
+        _ => Grid::warps_by_columns(rows as u64, n as u64, per_warp),
+    };
     match op {
-        Op::N => gpu.launch(stream, &format!("{shape}_n_{t}_{input}"), gather(a.m), &args),
+        Op::N => gpu.launch(stream, &format!("{shape}_n_{t}_{input}"), grid(a.m, 64), &args),
         Op::T if matches!(a.dtype, DType::F32 | DType::F64) => {
             let out = Args { m: a.k as i64, ..args };
             gpu.launch(stream, &format!("scale_{t}"), Grid::strided(gpu, (a.k * n) as u64), &out)?;
-            gpu.launch(stream, &format!("{shape}_scatter_{t}_{input}"), gather(a.m), &args)
+            gpu.launch(stream, &format!("{shape}_scatter_{t}_{input}"), grid(a.m, 32), &args)
         }
-        Op::T => gpu.launch(stream, &format!("{shape}_t_{t}_{input}"), gather(a.k), &with_csc(s, a, args)?),
+        Op::T => gpu.launch(stream, &format!("{shape}_t_{t}_{input}"), grid(a.k, 64), &with_csc(s, a, args)?),
     }
 }
 
@@ -182,7 +185,8 @@ pub fn dense_plasticity(
 }
 
 /// bsrmm: tensor cores (WMMA) for f16/bf16 when B's columns, row stride and both bases are
-/// aligned to 16 elements / 32 bytes, else one thread per output element.
+/// aligned to 16 elements / 32 bytes (staged through shared memory for blocks of at least
+/// 64 x 32), else one thread per output element.
 pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let args = Args {
@@ -208,21 +212,15 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
         && b.ld % 16 == 0
         && b.buf.addr() % 32 == 0
         && a.values.buf.addr() % 32 == 0;
-    if tensor_cores {
-        gpu.launch(
-            stream,
-            &format!("bsrmm_wmma_{t}_{tc}"),
-            Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1)),
-            &args,
-        )
+    let (name, grid) = if tensor_cores && a.bm >= 64 && a.bk >= 32 {
+        // 64 x 128 tiles of C staged through shared memory, one 64-row strip of a block row each
+        ("tiled", Grid::new((n.div_ceil(128), rows / 64), (256, 1)))
+    } else if tensor_cores {
+        ("wmma", Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1)))
     } else {
-        gpu.launch(
-            stream,
-            &format!("bsrmm_simt_{t}_{tc}"),
-            Grid::new((n.div_ceil(64), rows.div_ceil(4)), (64, 4)),
-            &args,
-        )
-    }
+        ("simt", Grid::new((n.div_ceil(64), rows.div_ceil(4)), (64, 4)))
+    };
+    gpu.launch(stream, &format!("bsrmm_{name}_{t}_{tc}"), grid, &args)
 }
 
 /// Event compaction in one block; the count stays on the device.
