@@ -280,7 +280,7 @@ fn dense_products_match_cpu() {
             for (kind, xt) in input_kinds(t) {
                 let (m, k) = (1 + p.rng.below(150), 1 + p.rng.below(150));
                 let vector = p.rng.below(2) == 0;
-                let n = if vector { 1 } else { [1, 5, 64, 71][p.rng.below(4)] };
+                let n = if vector { 1 } else { [1, 5, 64, 71, 130][p.rng.below(5)] };
                 let ndim = if vector { 1 } else { 2 };
                 let wshape = if op == Op::N { (2, m, k) } else { (2, k, m) };
                 let wv = p.values(m * k, 5);
