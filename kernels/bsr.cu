@@ -2,8 +2,7 @@
 // A's block structure: indptr/indices over block rows, values in `weights` (nnzb blocks of
 // bm x bk, row-major); B in x (K x N), C in y. m/k hold bm/bk, n the columns N, ldaux the
 // number of block rows.
-#include <mma.h>
-#include "common.cuh"
+#include "mma_tile.cuh"
 
 // Any dtype, any alignment: one thread per output element, 4 rows x 64 columns per block.
 template <class T, class TC> __device__ void bsrmm_simt(const Args& a) {
@@ -61,33 +60,19 @@ template <class T, class TC> __device__ void bsrmm_wmma(const Args& a) {
 }
 
 // f16/bf16 on tensor cores for blocks of at least 64 rows and 32 columns, staged through shared
-// memory. A 256-thread block computes a 64 x 128 tile of C (8 warps as 2 x 4, each 32 x 32, i.e.
-// 2 x 2 WMMA fragments) for one 64-row strip of a block row: for every stored block of the row
-// and every 32-wide slice of it, the A slice (64 x 32) and the matching B slice (32 x 128) are
-// copied to shared memory in 16-byte vectors, then multiplied. Same alignment needs as above.
-#define TILE_M 64
-#define TILE_N 128
-#define TILE_K 32
-#define SKEW 8  // padding per shared-memory row: keeps 32-byte fragment alignment, spreads banks
-
-template <class T> struct BsrStage {
-    T a[TILE_M][TILE_K + SKEW];
-    T b[TILE_K][TILE_N + SKEW];
-};
-
+// memory (mma_tile.cuh): a block computes a 64 x 128 tile of C for one 64-row strip of a block
+// row; for every stored block of the row and every 32-wide slice of it, the A slice (64 x 32)
+// and the matching B slice (32 x 128) are copied to shared memory in 16-byte vectors, then
+// multiplied. Same alignment needs as above.
 template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
-    using namespace nvcuda;
-    __shared__ __align__(128) float smem[8][32 * 32];  // the stage while computing, C tiles after
-    static_assert(sizeof(BsrStage<T>) <= sizeof(smem), "the stage must fit the output tiles' space");
-    BsrStage<T>& st = *reinterpret_cast<BsrStage<T>*>(smem);
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wm = warp / 4, wn = warp % 4;
+    __shared__ __align__(128) MmaShared smem;
+    MmaStage<T>& st = mma_stage<T>(smem);
+    MmaTile<T> tile;
+    const int tid = threadIdx.x;
     const int64_t bm = a.m, bk = a.k, strips = bm / TILE_M;
     const int64_t ib = blockIdx.y / strips, r0 = (blockIdx.y % strips) * TILE_M, c0 = (int64_t)blockIdx.x * TILE_N;
     const T* values = (const T*)a.weights;
     const T* b = (const T*)a.x;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
     for (int64_t jb = row_start(a, ib); jb < row_start(a, ib + 1); jb++) {
         const T* block = values + jb * bm * bk + r0 * bk;
         const T* b_rows = b + (int64_t)a.indices[jb] * bk * a.ldx;
@@ -103,25 +88,13 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
                 *reinterpret_cast<uint4*>(&st.b[r][c]) = v;
             }
             __syncthreads();
-            for (int kk = 0; kk < TILE_K; kk += 16) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa[2];
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb[2];
-                for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], &st.a[wm * 32 + i * 16][kk], TILE_K + SKEW);
-                for (int j = 0; j < 2; j++) wmma::load_matrix_sync(fb[j], &st.b[kk][wn * 32 + j * 16], TILE_N + SKEW);
-                for (int i = 0; i < 2; i++)
-                    for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-            }
+            tile.step(smem);
             __syncthreads();
         }
     }
-    float* out = smem[warp];  // this warp's 32 x 32 tile of C (the stage is no longer needed)
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) wmma::store_matrix_sync(out + i * 16 * 32 + j * 16, acc[i][j], 32, wmma::mem_row_major);
-    __syncwarp();
-    const int64_t c = c0 + wn * 32 + lane;
-    if (c >= a.n) return;
-    for (int r = 0; r < 32; r++)
-        blend((TC*)a.y + (ib * bm + r0 + wm * 32 + r) * a.ldy + c, out[r * 32 + lane], a);
+    tile.finish(smem, [&](int r, int c, float v) {
+        if (c0 + c < a.n) blend((TC*)a.y + (ib * bm + r0 + r) * a.ldy + c0 + c, v, a);
+    });
 }
 
 #define BSRMM(T, TN, TC, TCN)                                                                                      \
