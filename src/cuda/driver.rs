@@ -9,7 +9,7 @@ use std::ffi::{c_void, CStr, CString};
 use std::sync::{Arc, RwLock};
 
 /// The legacy default stream: work on it waits for (and is waited on by) every blocking stream
-/// of the context. Setup-time copies and frees go there.
+/// of the context. Frees go there, so they wait for the work queued before them.
 pub(crate) const LEGACY_STREAM: sys::CUstream = 0x1 as sys::CUstream;
 
 /// The driver's name and description of a result code.
@@ -55,6 +55,9 @@ pub struct Gpu {
     context: sys::CUcontext,
     module: sys::CUmodule,
     pool: sys::CUmemoryPool,
+    /// A private non-blocking stream for setup-time allocations and copies, so that creating an
+    /// array never waits for kernels other threads have queued.
+    setup: sys::CUstream,
     functions: RwLock<HashMap<String, Function>>,
     pub multiprocessors: u32,
 }
@@ -105,6 +108,7 @@ impl Gpu {
                 context,
                 module: std::ptr::null_mut(),
                 pool: std::ptr::null_mut(),
+                setup: std::ptr::null_mut(),
                 functions: RwLock::new(HashMap::new()),
                 multiprocessors: 1,
             };
@@ -125,6 +129,8 @@ impl Gpu {
             props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
             props.location.id = ordinal;
             check(sys::cuMemPoolCreate(&mut gpu.pool, &props), "context: creating the memory pool")?;
+            let non_blocking = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+            check(sys::cuStreamCreate(&mut gpu.setup, non_blocking), "context: creating the setup stream")?;
             gpu.multiprocessors =
                 gpu.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).max(1) as u32;
             Ok(Arc::new(gpu))
@@ -173,8 +179,8 @@ impl Gpu {
             let _scope = self.enter()?;
             // SAFETY: mem holds `bytes` bytes.
             unsafe {
-                check(sys::cuMemsetD8Async(mem.ptr, 0, bytes, LEGACY_STREAM), what)?;
-                check(sys::cuStreamSynchronize(LEGACY_STREAM), what)?;
+                check(sys::cuMemsetD8Async(mem.ptr, 0, bytes, self.setup), what)?;
+                check(sys::cuStreamSynchronize(self.setup), what)?;
             }
         }
         Ok(mem)
@@ -188,10 +194,10 @@ impl Gpu {
             // SAFETY: mem holds src.len() bytes.
             unsafe {
                 check(
-                    sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), LEGACY_STREAM),
+                    sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), self.setup),
                     what,
                 )?;
-                check(sys::cuStreamSynchronize(LEGACY_STREAM), what)?;
+                check(sys::cuStreamSynchronize(self.setup), what)?;
             }
         }
         Ok(mem)
@@ -202,7 +208,7 @@ impl Gpu {
         if bytes > 0 {
             let _scope = self.enter()?;
             // SAFETY: valid pool and out-pointer.
-            check(unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.pool, LEGACY_STREAM) }, what)?;
+            check(unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.pool, self.setup) }, what)?;
         }
         Ok(DeviceMemory { gpu: self.clone(), ptr })
     }
@@ -265,6 +271,9 @@ impl Drop for Gpu {
         unsafe {
             if let Ok(_scope) = Scope::enter(self.context) {
                 sys::cuStreamSynchronize(LEGACY_STREAM);
+                if !self.setup.is_null() {
+                    sys::cuStreamDestroy_v2(self.setup);
+                }
                 if !self.pool.is_null() {
                     sys::cuMemPoolDestroy(self.pool);
                 }
