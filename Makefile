@@ -176,7 +176,8 @@ bench-cpu: build
 
 # ---------------------------------------------------------------- GPU
 # The bundle the GPU check runs on a machine without Rust: the library (fatbin for GPU_ARCHS),
-# the C/C++ suites, the Rust test executables, the overhead probe. `make gpu-check` also runs it.
+# the C/C++ suites, the Rust test executables, the examples, the overhead probe. `make gpu-check`
+# also runs it.
 GPU_ARCHS  ?= 90a
 GPU_TARGET := $(CURDIR)/target/gpu
 GPU_DIR    := $(CURDIR)/.gpu
@@ -194,6 +195,8 @@ gpu-bundle: $(NVCC_STAMP)
 	$(CC) $(CFLAGS_TEST) ffi_tests/test_c.c -o $(GPU_DIR)/test_c -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -lm
 	$(CXX) $(CXXFLAGS_TEST) ffi_tests/test_cpp.cpp -o $(GPU_DIR)/test_cpp -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
 	$(CC) -std=c11 $(WARN) -O2 -Iinclude bench/overhead.c -o $(GPU_DIR)/overhead -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
+	$(CC) -std=c11 $(WARN) -O2 -Iinclude examples/quickstart.c -o $(GPU_DIR)/quickstart -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -lm
+	$(CXX) -std=c++17 $(WARN) -O2 -Iinclude examples/network.cpp -o $(GPU_DIR)/network -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
 	@du -sh $(GPU_DIR)
 
 gpu-check: gpu-bundle
