@@ -3,26 +3,7 @@
  * Prints the median of 11 runs after one warm-up, for N and T, on a CPU context with
  * EVS_NUM_THREADS threads (default: all cores). The GPU harness is bench/ (issue #3). */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
-#include <evsparse.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#define EVS(call)                                                                                  \
-    do {                                                                                           \
-        evs_status s_ = (call);                                                                    \
-        if (s_ != EVS_SUCCESS) {                                                                   \
-            fprintf(stderr, "%s: %s: %s\n", #call, evs_status_string(s_), evs_last_error());       \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

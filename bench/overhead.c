@@ -2,25 +2,7 @@
  * on a 64-row matrix on a CUDA context (no synchronisation between calls), printed in µs.
  * Built and run by the GPU check (.ci/gpu-check). */
 #define _POSIX_C_SOURCE 199309L
-#include <evsparse.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        evs_status s_ = (call);                                                     \
-        if (s_ != EVS_SUCCESS) {                                                    \
-            fprintf(stderr, "%s: %s (%s)\n", #call, evs_status_string(s_), evs_last_error()); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-static double now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
+#include "bench_util.h"
 
 int main(void) {
     enum { N = 64, PER_ROW = 4, CALLS = 10000 };
@@ -31,20 +13,20 @@ int main(void) {
     evs_stream *st;
     evs_csr *a;
     evs_dense *x, *y;
-    CHECK(evs_context_create(EVS_DEVICE_CUDA, 0, &ctx));
-    CHECK(evs_stream_create(ctx, &st));
-    CHECK(evs_csr_create(ctx, N, N, N * PER_ROW, EVS_DTYPE_I32, indptr, indices, EVS_DTYPE_F32, NULL, 1.0, &a));
-    CHECK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, N, &x));
-    CHECK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, N, &y));
-    for (int i = 0; i < 100; i++) CHECK(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y));
-    CHECK(evs_stream_synchronize(st));
-    double t0 = now_us();
-    for (int i = 0; i < CALLS; i++) CHECK(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y));
-    double t1 = now_us();
-    CHECK(evs_stream_synchronize(st));
-    double t2 = now_us();
+    EVS(evs_context_create(EVS_DEVICE_CUDA, 0, &ctx));
+    EVS(evs_stream_create(ctx, &st));
+    EVS(evs_csr_create(ctx, N, N, N * PER_ROW, EVS_DTYPE_I32, indptr, indices, EVS_DTYPE_F32, NULL, 1.0, &a));
+    EVS(evs_dense_create_vector(ctx, EVS_DTYPE_F32, N, &x));
+    EVS(evs_dense_create_vector(ctx, EVS_DTYPE_F32, N, &y));
+    for (int i = 0; i < 100; i++) EVS(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y));
+    EVS(evs_stream_synchronize(st));
+    double t0 = now_s();
+    for (int i = 0; i < CALLS; i++) EVS(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y));
+    double t1 = now_s();
+    EVS(evs_stream_synchronize(st));
+    double t2 = now_s();
     printf("host overhead: %.2f us per evs_spmv call from C (%d calls; %.2f us per call including the final sync)\n",
-           (t1 - t0) / CALLS, CALLS, (t2 - t0) / CALLS);
+           (t1 - t0) * 1e6 / CALLS, CALLS, (t2 - t0) * 1e6 / CALLS);
     evs_dense_destroy(x);
     evs_dense_destroy(y);
     evs_csr_destroy(a);
