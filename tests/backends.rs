@@ -7,14 +7,13 @@
 
 mod common;
 
-use common::{setup, Rng};
+use common::{encode, read, setup, upload, Rng};
 use evsparse::core::bsr::{Bsr, BsrShape};
 use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
 use evsparse::core::{ops, InputKind, Op};
 use evsparse::dtype::DType;
-use half::{bf16, f16};
 use std::sync::Arc;
 
 const FLOATS: [DType; 4] = [DType::F16, DType::BF16, DType::F32, DType::F64];
@@ -31,52 +30,6 @@ struct Pair {
 struct Both {
     dev: Dense,
     cpu: Dense,
-}
-
-fn encode(t: DType, values: &[f64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * t.size());
-    for &v in values {
-        match t {
-            DType::F16 => out.extend(f16::from_f64(v).to_le_bytes()),
-            DType::BF16 => out.extend(bf16::from_f64(v).to_le_bytes()),
-            DType::F32 => out.extend((v as f32).to_le_bytes()),
-            DType::F64 => out.extend(v.to_le_bytes()),
-            DType::Bool => out.push((v != 0.0) as u8),
-            DType::I32 => out.extend((v as i32).to_le_bytes()),
-            DType::I64 => out.extend((v as i64).to_le_bytes()),
-        }
-    }
-    out
-}
-
-fn decode(t: DType, bytes: &[u8]) -> Vec<f64> {
-    bytes
-        .chunks(t.size())
-        .map(|c| match t {
-            DType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
-            DType::BF16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
-            DType::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
-            DType::F64 => f64::from_le_bytes(c.try_into().unwrap()),
-            DType::Bool => c[0] as f64,
-            DType::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
-            DType::I64 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
-        })
-        .collect()
-}
-
-fn upload(ctx: &Arc<Context>, s: &Stream, t: DType, shape: (u32, usize, usize), values: &[f64]) -> Dense {
-    let d = Dense::create(ctx, t, shape.0, shape.1 as i64, shape.2 as i64).unwrap();
-    let bytes = encode(t, values);
-    unsafe { d.copy_from_host(s, bytes.as_ptr(), values.len()).unwrap() };
-    s.synchronize().unwrap();
-    d
-}
-
-fn read(s: &Stream, d: &Dense) -> Vec<f64> {
-    let mut bytes = vec![0u8; d.numel() * d.dtype.size()];
-    unsafe { d.copy_to_host(s, bytes.as_mut_ptr(), d.numel()).unwrap() };
-    s.synchronize().unwrap();
-    decode(d.dtype, &bytes)
 }
 
 /// Largest relative difference accepted for results stored in `t` (one rounding of the output
@@ -105,7 +58,7 @@ impl Pair {
         }
     }
 
-    /// Random values of dtype t in [-1, 1], `zero_pct` percent of them zero.
+    /// Random values in [-1, 1], `zero_pct` percent of them zero.
     fn values(&mut self, n: usize, zero_pct: usize) -> Vec<f64> {
         (0..n).map(|_| if self.rng.below(100) < zero_pct { 0.0 } else { self.rng.unit() }).collect()
     }
@@ -178,11 +131,7 @@ fn pattern(rng: &mut Rng) -> Pattern {
 /// The pattern as a CSR on both sides: int32 or int64 indptr, homo or hetero weights.
 fn csr_both(p: &mut Pair, pat: &Pattern, t: DType, homo: bool) -> (Csr, Csr, Vec<f64>) {
     let index = if p.rng.below(2) == 0 { DType::I32 } else { DType::I64 };
-    let indptr: Vec<u8> = if index == DType::I32 {
-        encode(DType::I32, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>())
-    } else {
-        encode(DType::I64, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>())
-    };
+    let indptr = encode(index, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>());
     let w = p.values(pat.indices.len(), 0);
     let wb = encode(t, &w);
     let homo_value = p.rng.unit();

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::Rng;
+use common::{encode, read, upload, Rng};
 use cudarc::driver::sys::{self, CUresult};
 use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU, EVS_DEVICE_CUDA};
 use evsparse::core::csr::{Csr, CsrShape, Weights};
@@ -43,39 +43,11 @@ struct Net {
     count: Dense,
 }
 
-fn dense_f32(ctx: &Arc<Context>, s: &Stream, t: DType, values: &[f32]) -> Dense {
-    let d = Dense::create(ctx, t, 1, values.len() as i64, 1).unwrap();
-    let bytes: Vec<u8> = match t {
-        DType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::F16 => values.iter().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect(),
-        DType::Bool => values.iter().map(|&v| (v != 0.0) as u8).collect(),
-        _ => unreachable!(),
-    };
-    unsafe { d.copy_from_host(s, bytes.as_ptr(), values.len()).unwrap() };
-    s.synchronize().unwrap();
-    d
-}
-
 fn weights_of(net: &Net) -> &Dense {
     match &net.a.weights {
         Weights::Hetero(w) => w,
         Weights::Homo(_) => unreachable!(),
     }
-}
-
-fn read_f64(s: &Stream, d: &Dense) -> Vec<f64> {
-    let mut bytes = vec![0u8; d.numel() * d.dtype.size()];
-    unsafe { d.copy_to_host(s, bytes.as_mut_ptr(), d.numel()).unwrap() };
-    s.synchronize().unwrap();
-    bytes
-        .chunks(d.dtype.size())
-        .map(|c| match d.dtype {
-            DType::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
-            DType::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_f64(),
-            DType::I32 => i32::from_le_bytes(c.try_into().unwrap()) as f64,
-            _ => unreachable!(),
-        })
-        .collect()
 }
 
 /// One simulation step: compact the spikes, propagate them, apply both plasticity rules.
@@ -107,18 +79,12 @@ fn timestep_loop_replays_from_a_cuda_graph() {
             }
             indptr.push(indices.len() as i64);
         }
-        let weights: Vec<f32> = (0..indices.len()).map(|_| rng.unit() as f32 * 0.5).collect();
-        let spikes: Vec<f32> = (0..n).map(|_| (rng.below(100) < 5) as u8 as f32).collect();
-        let trace = |rng: &mut Rng| (0..n).map(|_| rng.unit() as f32 * 0.01).collect::<Vec<f32>>();
+        let weights: Vec<f64> = (0..indices.len()).map(|_| rng.unit() * 0.5).collect();
+        let spikes: Vec<f64> = (0..n).map(|_| (rng.below(100) < 5) as u8 as f64).collect();
+        let trace = |rng: &mut Rng| (0..n).map(|_| rng.unit() * 0.01).collect::<Vec<f64>>();
         let (pre, post) = (trace(&mut rng), trace(&mut rng));
         let build = |ctx: &Arc<Context>, s: &Stream| {
-            let w = dense_f32(ctx, s, t, &weights);
-            let w_bytes = {
-                let mut b = vec![0u8; w.numel() * t.size()];
-                unsafe { w.copy_to_host(s, b.as_mut_ptr(), w.numel()).unwrap() };
-                s.synchronize().unwrap();
-                b
-            };
+            let w_bytes = encode(t, &weights);
             let shape = CsrShape::new(n as i64, n as i64, indices.len() as i64, DType::I64, t).unwrap();
             let a = unsafe {
                 Csr::from_host(ctx, shape, indptr.as_ptr() as *const u8, indices.as_ptr(), Some(w_bytes.as_ptr()), 0.0)
@@ -127,10 +93,10 @@ fn timestep_loop_replays_from_a_cuda_graph() {
             ops::analyse(s, &a).unwrap();
             Net {
                 a,
-                spikes: dense_f32(ctx, s, DType::Bool, &spikes),
-                current: dense_f32(ctx, s, t, &vec![0.0; n]),
-                pre_trace: dense_f32(ctx, s, t, &pre),
-                post_trace: dense_f32(ctx, s, t, &post),
+                spikes: upload(ctx, s, DType::Bool, (1, n, 1), &spikes),
+                current: upload(ctx, s, t, (1, n, 1), &vec![0.0; n]),
+                pre_trace: upload(ctx, s, t, (1, n, 1), &pre),
+                post_trace: upload(ctx, s, t, (1, n, 1), &post),
                 active: Dense::create(ctx, DType::I32, 1, n as i64, 1).unwrap(),
                 count: Dense::create(ctx, DType::I32, 1, 1, 1).unwrap(),
             }
@@ -156,13 +122,13 @@ fn timestep_loop_replays_from_a_cuda_graph() {
             ("weights", weights_of(&gnet), weights_of(&cnet)),
             ("count", &gnet.count, &cnet.count),
         ] {
-            let (got, want) = (read_f64(&gs, g), read_f64(&cs, c));
+            let (got, want) = (read(&gs, g), read(&cs, c));
             for (i, (x, y)) in got.iter().zip(&want).enumerate() {
                 assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}[{i}] ({}): graph {x}, CPU {y}", t.name());
             }
         }
-        let count = read_f64(&cs, &cnet.count)[0] as usize;
-        assert_eq!(read_f64(&gs, &gnet.active)[..count], read_f64(&cs, &cnet.active)[..count], "active indices");
+        let count = read(&cs, &cnet.count)[0] as usize;
+        assert_eq!(read(&gs, &gnet.active)[..count], read(&cs, &cnet.active)[..count], "active indices");
         assert!(count > 0, "the test network must spike");
         unsafe {
             sys::cuGraphExecDestroy(exec);

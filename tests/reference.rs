@@ -10,18 +10,11 @@ use evsparse::error::*;
 use std::sync::Arc;
 
 mod common;
-use common::{setup, Rng};
+use common::{read, setup, Rng};
 
-fn vector_f64(ctx: &Arc<Context>, s: &Stream, values: &[f64]) -> Dense {
-    let d = Dense::create(ctx, DType::F64, 1, values.len() as i64, 1).unwrap();
-    unsafe { d.copy_from_host(s, values.as_ptr() as *const u8, values.len()).unwrap() };
-    d
-}
-
-fn read_f64(s: &Stream, d: &Dense) -> Vec<f64> {
-    let mut out = vec![0.0; d.numel()];
-    unsafe { d.copy_to_host(s, out.as_mut_ptr() as *mut u8, out.len()).unwrap() };
-    out
+/// A 1-D f64 array holding `values`.
+fn vector(ctx: &Arc<Context>, s: &Stream, values: &[f64]) -> Dense {
+    common::upload(ctx, s, DType::F64, (1, values.len(), 1), values)
 }
 
 struct Triples {
@@ -90,9 +83,9 @@ fn spmv_both_ops_match_naive_reference() {
                 let (src, dst) = if op == Op::N { (c, r) } else { (r, c) };
                 want[dst] += a.w[j] * x[src];
             }
-            let (xd, yd) = (vector_f64(&ctx, &s, &x), vector_f64(&ctx, &s, &vec![f64::NAN; n_out]));
+            let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![f64::NAN; n_out]));
             ops::spmm(&s, op, InputKind::Float, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
-            assert_close("spmv", &read_f64(&s, &yd), &want);
+            assert_close("spmv", &read(&s, &yd), &want);
         }
     }
 }
@@ -108,9 +101,9 @@ fn events_count_as_one_when_positive() {
     for (r, c, j) in entries(&a) {
         want[c] += if x[r] > 0.0 { a.w[j] } else { 0.0 };
     }
-    let (xd, yd) = (vector_f64(&ctx, &s, &x), vector_f64(&ctx, &s, &vec![0.0; a.k]));
+    let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![0.0; a.k]));
     ops::spmm(&s, Op::T, InputKind::Events, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
-    assert_close("events", &read_f64(&s, &yd), &want);
+    assert_close("events", &read(&s, &yd), &want);
 }
 
 #[test]
@@ -128,10 +121,10 @@ fn plasticity_clips_only_touched_synapses() {
                 want[j] = (a.w[j] + trace[r]).clamp(-0.3, 0.3);
             }
         }
-        let (sd, td) = (vector_f64(&ctx, &s, &spikes), vector_f64(&ctx, &s, &trace));
+        let (sd, td) = (vector(&ctx, &s, &spikes), vector(&ctx, &s, &trace));
         ops::csr_plasticity(&s, true, &csr, &sd, &td, -0.3, 0.3).unwrap();
         let weights = csr.hetero_weights("test").unwrap();
-        assert_close("post plasticity", &read_f64(&s, weights), &want);
+        assert_close("post plasticity", &read(&s, weights), &want);
     }
 }
 
@@ -148,24 +141,9 @@ fn csr_to_csc_is_a_stable_mirror() {
         ops::csr_to_csc(&s, &csr, &colptr, &rowind, &perm).unwrap();
         let mut order: Vec<(usize, usize, usize)> = entries(&a).map(|(r, c, j)| (c, r, j)).collect();
         order.sort();
-        let read_ints = |d: &Dense, t_size: usize| -> Vec<i64> {
-            let mut bytes = vec![0u8; d.numel() * t_size];
-            unsafe { d.copy_to_host(&s, bytes.as_mut_ptr(), d.numel()).unwrap() };
-            s.synchronize().unwrap();
-            bytes
-                .chunks(t_size)
-                .map(|c| {
-                    if t_size == 4 {
-                        i32::from_le_bytes(c.try_into().unwrap()) as i64
-                    } else {
-                        i64::from_le_bytes(c.try_into().unwrap())
-                    }
-                })
-                .collect()
-        };
-        assert_eq!(read_ints(&rowind, 4), order.iter().map(|o| o.1 as i64).collect::<Vec<_>>());
-        assert_eq!(read_ints(&perm, 8), order.iter().map(|o| o.2 as i64).collect::<Vec<_>>());
-        assert_eq!(*read_ints(&colptr, 8).last().unwrap(), nnz as i64);
+        assert_eq!(read(&s, &rowind), order.iter().map(|o| o.1 as f64).collect::<Vec<_>>());
+        assert_eq!(read(&s, &perm), order.iter().map(|o| o.2 as f64).collect::<Vec<_>>());
+        assert_eq!(*read(&s, &colptr).last().unwrap(), nnz as f64);
     }
 }
 
@@ -201,11 +179,11 @@ fn shape_mismatch_is_reported_before_work() {
     let mut rng = Rng::new();
     let a = random_csr(&mut rng);
     let csr = upload(&ctx, &a);
-    let x = vector_f64(&ctx, &s, &vec![1.0; a.k + 1]);
-    let y = vector_f64(&ctx, &s, &vec![7.0; a.m]);
+    let x = vector(&ctx, &s, &vec![1.0; a.k + 1]);
+    let y = vector(&ctx, &s, &vec![7.0; a.m]);
     let e = ops::spmm(&s, Op::N, InputKind::Float, 1.0, &csr, &x, 0.0, &y, true).err().unwrap();
     assert_eq!(e.status, EVS_ERROR_SHAPE_MISMATCH);
-    assert_eq!(read_f64(&s, &y), vec![7.0; a.m]);
+    assert_eq!(read(&s, &y), vec![7.0; a.m]);
 }
 
 /// A 2000 x 2000 matrix with 1 % of the events active: the event-driven paths (scatter for
@@ -229,9 +207,9 @@ fn event_driven_spmv_t_matches_naive_reference() {
     for (r, c, j) in entries(&a) {
         want[c] += a.w[j] * x[r];
     }
-    let (xd, yd) = (vector_f64(&ctx, &s, &x), vector_f64(&ctx, &s, &vec![f64::NAN; a.k]));
+    let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![f64::NAN; a.k]));
     ops::spmm(&s, Op::T, InputKind::Events, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
-    assert_close("event-driven spmv T", &read_f64(&s, &yd), &want);
+    assert_close("event-driven spmv T", &read(&s, &yd), &want);
 }
 
 #[test]
@@ -248,7 +226,7 @@ fn event_driven_post_plasticity_matches_naive_reference() {
             want[j] = (a.w[j] + trace[r]).clamp(-0.5, f64::INFINITY);
         }
     }
-    let (sd, td) = (vector_f64(&ctx, &s, &spikes), vector_f64(&ctx, &s, &trace));
+    let (sd, td) = (vector(&ctx, &s, &spikes), vector(&ctx, &s, &trace));
     ops::csr_plasticity(&s, true, &csr, &sd, &td, -0.5, f64::INFINITY).unwrap();
-    assert_close("event-driven post plasticity", &read_f64(&s, csr.hetero_weights("test").unwrap()), &want);
+    assert_close("event-driven post plasticity", &read(&s, csr.hetero_weights("test").unwrap()), &want);
 }

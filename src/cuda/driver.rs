@@ -193,10 +193,7 @@ impl Gpu {
             let _scope = self.enter()?;
             // SAFETY: mem holds src.len() bytes.
             unsafe {
-                check(
-                    sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), self.setup),
-                    what,
-                )?;
+                check(sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), self.setup), what)?;
                 check(sys::cuStreamSynchronize(self.setup), what)?;
             }
         }
