@@ -194,7 +194,7 @@ gpu-bundle: $(NVCC_STAMP)
 	    | while read name exe; do strip --strip-debug -o $(GPU_DIR)/rust/$$name $$exe; done
 	$(CC) $(CFLAGS_TEST) ffi_tests/test_c.c -o $(GPU_DIR)/test_c -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -lm
 	$(CXX) $(CXXFLAGS_TEST) ffi_tests/test_cpp.cpp -o $(GPU_DIR)/test_cpp -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
-	$(CC) -std=c11 $(WARN) -O2 -Iinclude bench/overhead.c -o $(GPU_DIR)/overhead -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
+	$(CC) -std=c11 $(WARN) -O2 -Iinclude bench/overhead.c -o $(GPU_DIR)/overhead -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -ldl
 	$(CC) -std=c11 $(WARN) -O2 -Iinclude examples/quickstart.c -o $(GPU_DIR)/quickstart -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -lm
 	$(CXX) -std=c++17 $(WARN) -O2 -Iinclude examples/network.cpp -o $(GPU_DIR)/network -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
 	@du -sh $(GPU_DIR)

@@ -3,15 +3,18 @@ beside the baseline a user would pick instead, in the same run, on the same stre
 
 Each row: CUDA-event timing, median of REPS runs after WARMUP; the floor is the bytes that must
 move over the measured device-to-device bandwidth (or FLOPs at the measured bf16 cuBLAS rate
-for bsrmm), and "% of floor" is floor time / evsparse time.
+for bsrmm), and "% of floor" is floor time / evsparse time. The plan column names the
+algorithm that ran (`evs_last_plan`); with --variants every algorithm of the family is forced
+in turn (`evs_context_set_algorithm`), one row each, the chooser's pick marked with *.
 
-    EVS_LIBRARY=path/to/libevsparse.so python3 bench/bench.py [--out table.md] [--quick]
+    EVS_LIBRARY=path/to/libevsparse.so python3 bench/bench.py [--out table.md] [--quick] [--variants]
 """
 
 import argparse
 import ctypes as C
 import datetime
 import os
+import re
 import statistics
 import sys
 
@@ -33,7 +36,9 @@ class Evs:
 
     SIGNATURES = {
         "evs_last_error": ([], C.c_char_p),
+        "evs_last_plan": ([], C.c_char_p),
         "evs_context_create": ([i32, i32, PP], i32),
+        "evs_context_set_algorithm": ([P, C.c_char_p], i32),
         "evs_stream_wrap": ([P, VP, PP], i32),
         "evs_dense_wrap_matrix": ([P, i32, i64, i64, i64, VP, PP], i32),
         "evs_dense_wrap_vector": ([P, i32, i64, VP, PP], i32),
@@ -70,6 +75,12 @@ class Evs:
         self.call(name, *args, C.byref(h))
         return h
 
+    def force(self, spec):
+        self.call("evs_context_set_algorithm", self.ctx, spec.encode())
+
+    def last_plan(self):
+        return self.lib.evs_last_plan().decode()
+
     def dense(self, t):
         """Wraps a torch tensor (1-D or 2-D, row-major) without copying."""
         if t.dim() == 1:
@@ -80,6 +91,48 @@ class Evs:
         wptr = weights.data_ptr() if weights is not None else None
         return self.out("evs_csr_wrap", self.ctx, m, k, col.numel(), DTYPES[crow.dtype], crow.data_ptr(), col.data_ptr(),
                         DTYPES[dtype], wptr, homo)
+
+
+def algorithms():
+    """{family: [algorithm, ...]} as the header documents them for evs_context_set_algorithm."""
+    header = open(os.path.join(os.path.dirname(__file__), "..", "include", "evsparse.h")).read()
+    doc = header.split("evs_status evs_context_set_algorithm(")[0].rsplit("/**", 1)[1]
+    found = {}
+    for family, rest in re.findall(r"^ \* - `(\w+)`(.*)$", doc, re.M):
+        found[family] = re.findall(r"`([a-z0-9_]+)`", rest.split(":", 1)[1])
+    return found
+
+
+ALGORITHMS = algorithms()
+VARIANTS = False
+
+
+def measure(evs, family, fn, verify=None):
+    """[(plan, ms, chosen)]: the chooser's pick, then with --variants every other algorithm of
+    the family forced in turn (those that cannot run the call are left out). `verify` checks
+    each variant's result."""
+    evs.force(family + ":auto")
+    fn()
+    chosen = evs.last_plan()
+    results = [(chosen, timed(fn), True)]
+    if verify:
+        verify(chosen)
+    for alg in ALGORITHMS[family] if VARIANTS else []:
+        plan = f"{family}:{alg}"
+        if plan == chosen:
+            continue
+        evs.force(plan)
+        try:
+            fn()
+        except RuntimeError as e:
+            if "status 11" not in str(e):  # EVS_ERROR_NOT_SUPPORTED: the variant does not apply
+                raise
+            continue
+        results.append((plan, timed(fn), False))
+        if verify:
+            verify(plan)
+    evs.force(family + ":auto")
+    return results
 
 
 def timed(fn):
@@ -101,20 +154,24 @@ class Table:
     def __init__(self, bandwidth, tflops):
         self.bandwidth, self.tflops, self.rows = bandwidth, tflops, []
 
-    def add(self, workload, ours_ms, baseline, base_ms, nbytes=None, flops=None):
-        if flops is not None:
-            achieved = f"{flops / ours_ms / 1e9:.1f} TFLOP/s"
-            floor_ms = flops / (self.tflops * 1e12) * 1e3
-        else:
-            achieved = f"{nbytes / ours_ms / 1e6:.0f} GB/s"
-            floor_ms = nbytes / (self.bandwidth * 1e9) * 1e3
-        row = (workload, f"{ours_ms * 1e3:.1f}", baseline, f"{base_ms * 1e3:.1f}", f"{base_ms / ours_ms:.2f}x", achieved,
-               f"{100 * floor_ms / ours_ms:.1f}%")
-        self.rows.append(row)
-        print(" | ".join(row), flush=True)
+    def add(self, workload, ours, baseline, base_ms, nbytes=None, flops=None):
+        """One row per entry of `ours` (from `measure`), each beside the same baseline."""
+        for plan, ours_ms, chosen in ours:
+            if flops is not None:
+                achieved = f"{flops / ours_ms / 1e9:.1f} TFLOP/s"
+                floor_ms = flops / (self.tflops * 1e12) * 1e3
+            else:
+                achieved = f"{nbytes / ours_ms / 1e6:.0f} GB/s"
+                floor_ms = nbytes / (self.bandwidth * 1e9) * 1e3
+            mark = "*" if chosen and len(ours) > 1 else ""
+            row = (workload, plan + mark, f"{ours_ms * 1e3:.1f}", baseline, f"{base_ms * 1e3:.1f}",
+                   f"{base_ms / ours_ms:.2f}x", achieved, f"{100 * floor_ms / ours_ms:.1f}%")
+            self.rows.append(row)
+            print(" | ".join(row), flush=True)
 
     def markdown(self):
-        head = ("workload", "evsparse µs", "baseline", "baseline µs", "speed-up", "evsparse achieved", "% of floor")
+        head = ("workload", "plan", "evsparse µs", "baseline", "baseline µs", "speed-up", "evsparse achieved",
+                "% of floor")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(r) + " |" for r in self.rows]
         return "\n".join(lines)
@@ -154,27 +211,69 @@ def csr_bytes(m, nnz, weights=True):
     return 4 * (m + 1) + 4 * nnz + (4 * nnz if weights else 0)
 
 
+def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
+    """spmm N and T of one matrix (k x n B, `nz` of its entries non-zero) beside cuSPARSE on A
+    (N) and on a stored Aᵀ (T)."""
+    B = torch.randn(k, n, device="cuda")
+    if nz < 1:
+        B *= torch.rand(k, n, device="cuda") < nz
+    C_ = torch.empty(m, n, device="cuda")
+    hb, hc = evs.dense(B), evs.dense(C_)
+    At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, k))
+    nbytes = csr_bytes(m, col.numel()) + 4 * (k + m) * n
+    ref = At @ B
+    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmm", evs.stream, OP_N, FLOAT, 1.0, a, hb, 0.0, hc),
+                   lambda plan: check(f"spmm N {plan}", C_, ref))
+    tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ B), nbytes)
+    del At, ref
+    Bt = B if k == m else torch.randn(m, n, device="cuda")
+    Ct = C_ if k == m else torch.empty(k, n, device="cuda")
+    hbt, hct = (hb, hc) if k == m else (evs.dense(Bt), evs.dense(Ct))
+    colptr, rowind, order = transpose(m, k, crow, col)  # the transpose a torch user would keep, untimed
+    Att = torch.sparse_csr_tensor(colptr, rowind, w[order], (k, m))
+    ref = Att @ Bt
+    evs.call("evs_csr_analyse", evs.stream, a)
+    ours = measure(evs, "spmm_t", lambda: evs.call("evs_spmm", evs.stream, OP_T, FLOAT, 1.0, a, hbt, 0.0, hct),
+                   lambda plan: check(f"spmm T {plan}", Ct, ref))
+    tab.add(f"spmm T {label}", ours, "torch CSR of Aᵀ @", timed(lambda: Att @ Bt), nbytes)
+
+
 def bench_spmm(evs, tab, quick):
     for m, per_row, n in [(10000, 200, 128), (10000, 200, 64), (10000, 1000, 128)]:
         crow, col = random_csr(m, m, per_row)
         w = torch.rand(col.numel(), device="cuda")
         a = evs.csr(m, m, crow, col, w)
-        B = torch.randn(m, n, device="cuda") * (torch.rand(m, n, device="cuda") < 0.1)
-        C_ = torch.empty(m, n, device="cuda")
-        hb, hc = evs.dense(B), evs.dense(C_)
-        At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m))
-        nbytes = csr_bytes(m, col.numel()) + 2 * B.numel() * 4
-        ours = timed(lambda: evs.call("evs_spmm", evs.stream, OP_N, FLOAT, 1.0, a, hb, 0.0, hc))
-        check("spmm N", C_, At @ B)
-        tab.add(f"spmm N {m}² ×{per_row}/row, B {n} cols (10% nz)", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ B), nbytes)
-        if n == 128:
-            evs.call("evs_csr_analyse", evs.stream, a)
-            ours = timed(lambda: evs.call("evs_spmm", evs.stream, OP_T, FLOAT, 1.0, a, hb, 0.0, hc))
-            colptr, rowind, order = transpose(m, m, crow, col)  # the transpose a torch user would keep, untimed
-            Att = torch.sparse_csr_tensor(colptr, rowind, w[order], (m, m))
-            check("spmm T", C_, Att @ B)
-            tab.add(f"spmm T {m}² ×{per_row}/row, B {n} cols (10% nz)", ours, "torch CSR of Aᵀ @", timed(lambda: Att @ B), nbytes)
+        spmm_rows(evs, tab, f"{m}² ×{per_row}/row, B {n} cols (10% nz)", a, m, m, crow, col, w, n)
         evs.call("evs_csr_destroy", a)
+
+
+def power_law_csr(m, k, mean, longest, shape=1.67):
+    """Row lengths of a Pareto law (as node degrees in real graphs and cortical models), scaled
+    to the mean and capped at `longest`, rows shuffled; uniform random columns, sorted within
+    rows."""
+    q = (torch.arange(m, device="cuda", dtype=torch.float64) + 0.5) / m
+    raw = q.pow(-1.0 / shape)
+    for _ in range(20):  # rescale until the capped lengths have the mean asked for
+        lengths = (raw * mean / raw.mean()).round().clamp(max=longest)
+        raw = raw * mean / lengths.mean()
+    lengths = lengths.long()[torch.randperm(m, device="cuda")]
+    crow = torch.zeros(m + 1, device="cuda", dtype=torch.int64)
+    crow[1:] = lengths.cumsum(0)
+    nnz = int(crow[-1])
+    rows = torch.repeat_interleave(torch.arange(m, device="cuda"), lengths)
+    col = torch.randint(0, k, (nnz,), device="cuda", dtype=torch.int32)
+    col = col[torch.argsort(rows * k + col.long())]  # sorted within rows, rows in order
+    return crow.int(), col, int(lengths.max())
+
+
+def bench_skewed(evs, tab, quick):
+    m, n = 100_000, 64
+    crow, col, longest = power_law_csr(m, m, 50, 20_000)
+    w = torch.rand(col.numel(), device="cuda")
+    a = evs.csr(m, m, crow, col, w)
+    label = f"{m:,}² power-law rows (mean {col.numel() / m:.0f}, max {longest:,}), B {n} dense cols"
+    spmm_rows(evs, tab, label, a, m, m, crow, col, w, n, nz=1.0)
+    evs.call("evs_csr_destroy", a)
 
 
 def bench_spmv_events(evs, tab, quick):
@@ -185,21 +284,24 @@ def bench_spmv_events(evs, tab, quick):
         spikes = torch.rand(n, device="cuda") < rate
         y = torch.empty(n, device="cuda")
         hs, hy = evs.dense(spikes), evs.dense(y)
-        ours = timed(lambda: evs.call("evs_spmv", evs.stream, OP_T, EVENTS, 1.0, a, hs, 0.0, hy))
-        evs.call("evs_csr_destroy", a)
         # baseline: cuSPARSE SpMV (torch) on the stored transpose, with the homogeneous weight
         # stored as values and the spikes as floats
         colptr, rowind, order = transpose(n, n, crow, col)
-        del crow, col, order
+        del order
         At = torch.sparse_csr_tensor(colptr, rowind, torch.ones(rowind.numel(), device="cuda"), (n, n))
         xs = spikes.float()
+        ref = At @ xs
+        evs.call("evs_csr_analyse", evs.stream, a)
+        ours = measure(evs, "spmm_t", lambda: evs.call("evs_spmv", evs.stream, OP_T, EVENTS, 1.0, a, hs, 0.0, hy),
+                       lambda plan: check(f"spmv T events {plan}", y, ref))
+        evs.call("evs_csr_destroy", a)
+        del crow, col
         base = timed(lambda: At @ xs)
-        check("spmv T events", y, At @ xs)
         active = int(spikes.sum())
         nbytes = n + active * (8 + per_row * 4) + 4 * n  # spikes, the active rows, y written once
         tab.add(f"spmv T events {n:,} neurons ×{per_row}/row, {rate * 100:g}% active (bool, homo)", ours,
                 "torch CSR of Aᵀ @ (cuSPARSE)", base, nbytes)
-        del At, colptr, rowind
+        del At, colptr, rowind, ref
         torch.cuda.empty_cache()
     m, per_row = 10000, 200
     crow, col = random_csr(m, m, per_row)
@@ -208,9 +310,10 @@ def bench_spmv_events(evs, tab, quick):
     spikes = torch.rand(m, device="cuda") < 0.01
     y = torch.empty(m, device="cuda")
     hs, hy = evs.dense(spikes), evs.dense(y)
-    ours = timed(lambda: evs.call("evs_spmv", evs.stream, OP_N, EVENTS, 1.0, a, hs, 0.0, hy))
     At, xs = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m)), spikes.float()
-    check("spmv N events", y, At @ xs)
+    ref = At @ xs
+    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv", evs.stream, OP_N, EVENTS, 1.0, a, hs, 0.0, hy),
+                   lambda plan: check(f"spmv N events {plan}", y, ref))
     tab.add(f"spmv N events {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
             timed(lambda: At @ xs), csr_bytes(m, col.numel()) + m + 4 * m)
 
@@ -224,9 +327,10 @@ def bench_yw2y(evs, tab, quick):
         y = torch.rand(n, device="cuda")
         out = torch.empty(col.numel(), device="cuda")
         hy, ho = evs.dense(y), evs.dense(out)
-        ours = timed(lambda: evs.call("evs_yw2y", evs.stream, op, 1.0, a, hy, 0.0, ho))
         src = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row) if op == OP_N else col.long()
-        check("yw2y", out, w * y[src])
+        ref = w * y[src]
+        ours = measure(evs, "yw2y", lambda: evs.call("evs_yw2y", evs.stream, op, 1.0, a, hy, 0.0, ho),
+                       lambda plan: check(f"yw2y {plan}", out, ref))
         base = timed(lambda: w * y[src])
         # N reads weights and y by row (no column indices); T also reads the indices
         nbytes = (8 if op == OP_N else 12) * col.numel() + 4 * n + 4 * (n + 1)
@@ -243,9 +347,11 @@ def bench_dense(evs, tab, quick):
         S = torch.rand(m, n, device="cuda") < rate
         Cm = torch.empty(m, n, device="cuda", dtype=dt)
         hw, hs, hc = evs.dense(W), evs.dense(S), evs.dense(Cm)
-        ours = timed(lambda: evs.call("evs_dense_mm", evs.stream, OP_N, EVENTS, 1.0, hw, hs, 0.0, hc))
         Sf = S.to(dt)
-        check("dense mm", Cm.float(), (W.float() @ S.float()), tol=1e-3 if dt == torch.float32 else 5e-3)
+        ref = W.float() @ S.float()
+        tol = 1e-3 if dt == torch.float32 else 5e-3
+        ours = measure(evs, "dense_mm", lambda: evs.call("evs_dense_mm", evs.stream, OP_N, EVENTS, 1.0, hw, hs, 0.0, hc),
+                       lambda plan: check(f"dense mm {plan}", Cm.float(), ref, tol=tol))
         base = timed(lambda: W @ Sf)
         name = "cuBLAS f32 (TF32 off)" if dt == torch.float32 else "cuBLAS f16"
         nbytes = W.numel() * W.element_size() + S.numel() + Cm.numel() * Cm.element_size()
@@ -266,7 +372,7 @@ def bench_plasticity(evs, tab, quick):
         touched = int(spikes.sum()) * per_row
         for rule, mask_of, tr_of in [("pre", rows, colsl), ("post", colsl, rows)]:
             fn = "evs_csr_plasticity_" + rule
-            ours = timed(lambda: evs.call(fn, evs.stream, a, hs, ht, 0.0, 1.0))
+            ours = measure(evs, "csr_plasticity", lambda: evs.call(fn, evs.stream, a, hs, ht, 0.0, 1.0))
 
             def masked(mask_of=mask_of, tr_of=tr_of):
                 mask = spikes[mask_of]
@@ -299,13 +405,15 @@ def bench_bsrmm(evs, tab, quick):
             values = bsr.values().contiguous()
             a = evs.out("evs_bsr_wrap", evs.ctx, nb, nb, bs, bs, col.numel(), crow.data_ptr(), col.data_ptr(), BF16,
                         values.data_ptr())
-            ours = timed(lambda: evs.call("evs_bsrmm", evs.stream, 1.0, a, hb, 0.0, hc))
-            check("bsrmm", Cm.float(), (A @ B).float(), tol=2e-2)
+            ref = (A @ B).float()
+            ours = measure(evs, "bsrmm", lambda: evs.call("evs_bsrmm", evs.stream, 1.0, a, hb, 0.0, hc),
+                           lambda plan: check(f"bsrmm {plan}", Cm.float(), ref, tol=2e-2))
+            del ref
             flops = 2 * col.numel() * bs * bs * n
             label = f"bsrmm 8192³ bf16, blocks {bs}, {density * 100:g}% blocks"
             tab.add(label, ours, "cuBLAS dense bf16", timed(lambda: A @ B), flops=flops)
             if bsr_dense_mm is not None:
-                tab.add(label, ours, "torch bsr_dense_mm (triton)", timed(lambda: bsr_dense_mm(bsr, B)), flops=flops)
+                tab.add(label, ours[:1], "torch bsr_dense_mm (triton)", timed(lambda: bsr_dense_mm(bsr, B)), flops=flops)
 
 
 MISMATCHES = []
@@ -342,7 +450,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--variants", action="store_true", help="time every algorithm of each workload's family")
+    ap.add_argument("--only", default=None, help="comma-separated sections (spmm,skewed,spmv_events,yw2y,dense,"
+                                                 "plasticity,bsrmm)")
     args = ap.parse_args()
+    global VARIANTS
+    VARIANTS = args.variants
     torch.manual_seed(0)
     stream = torch.cuda.Stream()
     torch.cuda.set_stream(stream)
@@ -352,7 +465,11 @@ def main():
     print(f"{device}: device-to-device copy {bandwidth:.0f} GB/s, bf16 cuBLAS {tflops:.0f} TFLOP/s", flush=True)
     tab = Table(bandwidth, tflops)
     failures = []
-    for section in (bench_spmm, bench_spmv_events, bench_yw2y, bench_dense, bench_plasticity, bench_bsrmm):
+    sections = (bench_spmm, bench_skewed, bench_spmv_events, bench_yw2y, bench_dense, bench_plasticity, bench_bsrmm)
+    only = args.only.split(",") if args.only else None
+    for section in sections:
+        if only and section.__name__[len("bench_"):] not in only:
+            continue
         try:
             section(evs, tab, args.quick)
         except Exception as e:  # keep the other sections' rows; the failure is reported below

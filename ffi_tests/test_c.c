@@ -252,6 +252,58 @@ static void test_spmm(void) {
                 }
 }
 
+/* ================================================================== plans */
+
+/* Every spmm algorithm forced in turn (evs_context_set_algorithm), checked against the
+ * reference and against evs_last_plan; then the error paths of forcing. */
+static void test_plans(void) {
+    static const char *forced[] = {"spmm_n:thread_per_row", "spmm_n:warp_per_row", "spmm_n:length_classes",
+                                   "spmm_t:scatter", "spmm_t:csc_gather"};
+    CHECK(evs_last_plan() != NULL, "last plan never NULL");
+    for (size_t f = 0; f < sizeof forced / sizeof *forced; f++) {
+        OK(evs_context_set_algorithm(ctx, forced[f]));
+        evs_op op = strncmp(forced[f], "spmm_n", 6) == 0 ? EVS_OP_N : EVS_OP_T;
+        /* scatter runs f32/f64 only */
+        evs_dtype t = FLOAT_DTYPES[2 + rnd_int(2)];
+        for (int r = 0; r < 2; r++) {
+            test_spmm_case(t, EVS_DTYPE_I32, rnd_int(2), op, EVS_INPUT_FLOAT, t, r ? 1 + rnd_int(70) : 0, 1.0, 0.0,
+                           1 + rnd_int(40));
+            const char *want = is_cpu ? (op == EVS_OP_N ? "spmm_n:cpu" : "spmm_t:cpu") : forced[f];
+            CHECK(strcmp(evs_last_plan(), want) == 0, "last plan %s, forced %s", evs_last_plan(), forced[f]);
+        }
+    }
+    /* a forced algorithm that cannot run the call: scatter has no f16 atomics */
+    OK(evs_context_set_algorithm(ctx, "spmm_t:scatter"));
+    Csr a = csr_random(EVS_DTYPE_F16, 0, EVS_DTYPE_I32, 4);
+    double *xv = random_values(EVS_DTYPE_F16, (size_t)a.m, 0), *yv = random_values(EVS_DTYPE_F16, (size_t)a.k, 0);
+    Arr x = arr_new(EVS_DTYPE_F16, 1, a.m, 1, xv), y = arr_new(EVS_DTYPE_F16, 1, a.k, 1, yv);
+    if (is_cpu) {
+        OK(evs_spmv(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, a.h, x.d, 0, y.d));
+    } else {
+        FAILS(EVS_ERROR_NOT_SUPPORTED, evs_spmv(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, a.h, x.d, 0, y.d));
+        CHECK(strstr(evs_last_error(), "spmm_t:scatter") != NULL, "message names the plan: %s", evs_last_error());
+    }
+    /* a rejected spec changes nothing */
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_context_set_algorithm(ctx, "spmm_t:csc_gather,spmm_n:fastest"));
+    CHECK(strstr(evs_last_error(), "fastest") != NULL, "message names the algorithm: %s", evs_last_error());
+    if (!is_cpu) FAILS(EVS_ERROR_NOT_SUPPORTED, evs_spmv(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, a.h, x.d, 0, y.d));
+    OK(evs_context_set_algorithm(ctx, "spmm_t:auto, spmm_n:auto"));
+    OK(evs_spmv(st, EVS_OP_T, EVS_INPUT_FLOAT, 1, a.h, x.d, 0, y.d));
+    CHECK(strncmp(evs_last_plan(), "spmm_t:", 7) == 0, "last plan %s", evs_last_plan());
+    OK(evs_context_set_algorithm(ctx, ""));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_context_set_algorithm(ctx, "spmm_n"));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_context_set_algorithm(ctx, "sparse:warp_per_row"));
+    CHECK(strstr(evs_last_error(), "sparse") != NULL, "message names the family: %s", evs_last_error());
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_context_set_algorithm(ctx, "spmm_n:\xff"));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_context_set_algorithm(NULL, "spmm_n:auto"));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_context_set_algorithm(ctx, NULL));
+    FAILS(EVS_ERROR_INVALID_HANDLE, evs_context_set_algorithm((evs_context *)st, "spmm_n:auto"));
+    arr_free(&x);
+    arr_free(&y);
+    csr_free(&a);
+    free(xv), free(yv);
+}
+
 /* ================================================================== yw2y */
 
 static void test_yw2y_case(evs_dtype t, evs_op op, int homo, int batches /* 0: 1-D */, int weighted) {
@@ -1299,6 +1351,7 @@ int main(int argc, char **argv) {
     test_bsr_handles();
     test_op_errors();
     test_spmm();
+    test_plans();
     test_yw2y();
     test_dense_mm();
     test_plasticity();

@@ -317,6 +317,7 @@ void test_error_table() {
     int64_t i64 = 0;
     const std::vector<std::pair<std::string, std::function<evs_status()>>> wrong_kind = {
         {"context_device", [&] { return evs_context_device(wrong_ctx, nullptr, nullptr); }},
+        {"context_set_algorithm", [&] { return evs_context_set_algorithm(wrong_ctx, "spmm_n:auto"); }},
         {"stream_create", [&] { return evs_stream_create(wrong_ctx, &s); }},
         {"stream_wrap", [&] { return evs_stream_wrap(wrong_ctx, nullptr, &s); }},
         {"stream_synchronize", [&] { return evs_stream_synchronize(wrong_stream); }},
@@ -365,6 +366,7 @@ void test_error_table() {
         {"bsr_create", [&] { return evs_bsr_create(ctx.get(), 1, 1, 16, 16, 0, nullptr, nullptr, EVS_DTYPE_F32, nullptr, nullptr); }},
         {"bsr_wrap", [&] { return evs_bsr_wrap(ctx.get(), 1, 1, 16, 16, 0, nullptr, nullptr, EVS_DTYPE_F32, nullptr, nullptr); }},
         {"context_create", [&] { return evs_context_create(EVS_DEVICE_CPU, 0, nullptr); }},
+        {"context_set_algorithm", [&] { return evs_context_set_algorithm(ctx.get(), nullptr); }},
     };
     for (const auto& [name, call] : nulls) {
         evs_status status = call();
@@ -373,6 +375,7 @@ void test_error_table() {
     OK(evs_dense_destroy(nullptr));
     CHECK(std::string(evs_status_string(EVS_ERROR_NULL_POINTER)) == "EVS_ERROR_NULL_POINTER", "status string");
     CHECK(std::string(evs_version()) == EVS_VERSION_STRING, "version");
+    CHECK(evs_last_plan() != nullptr, "last plan never NULL");
 }
 
 }  // namespace

@@ -33,6 +33,8 @@ SIGNATURES = {
     "evs_context_create": ([i32, i32, PP], i32),
     "evs_context_destroy": ([P], i32),
     "evs_context_device": ([P, I32P, I32P], i32),
+    "evs_context_set_algorithm": ([P, C.c_char_p], i32),
+    "evs_last_plan": ([], C.c_char_p),
     "evs_stream_create": ([P, PP], i32),
     "evs_stream_wrap": ([P, VP, PP], i32),
     "evs_stream_synchronize": ([P], i32),
@@ -407,6 +409,27 @@ def test_errors():
     ok(LIB.evs_context_destroy(None), "destroy NULL")
 
 
+def test_plans():
+    """Forcing algorithms and reading back the plan that ran."""
+    a = handle(LIB.evs_csr_create, ctx, 2, 3, 3, I32, (C.c_int32 * 3)(0, 2, 3), (C.c_int32 * 3)(0, 2, 1), F32, None, 2.0)
+    x, y = dense(F32, [1.0, 2.0, 3.0], 3), dense(F32, [9.0, 9.0], 2)
+    for alg in (b"thread_per_row", b"warp_per_row", b"length_classes"):
+        ok(LIB.evs_context_set_algorithm(ctx, b"spmm_n:" + alg), "force " + alg.decode())
+        ok(LIB.evs_spmv(stream, OP_N, FLOAT, 1.0, a, x, 0.0, y), "spmv forced")
+        check(read(y) == [8.0, 4.0], "spmv forced %s: %s" % (alg.decode(), read(y)))
+        plan = LIB.evs_last_plan()
+        check(plan in (b"spmm_n:" + alg, b"spmm_n:cpu"), "last plan " + plan.decode())
+    fails(INVALID_VALUE, LIB.evs_context_set_algorithm(ctx, b"spmm_n:nope"), "unknown algorithm")
+    check(b"nope" in LIB.evs_last_error(), "message names the algorithm: " + LIB.evs_last_error().decode())
+    fails(INVALID_VALUE, LIB.evs_context_set_algorithm(ctx, b"nope:auto"), "unknown family")
+    fails(NULL_POINTER, LIB.evs_context_set_algorithm(ctx, None), "NULL spec")
+    fails(INVALID_HANDLE, LIB.evs_context_set_algorithm(stream, b"spmm_n:auto"), "stream as context")
+    ok(LIB.evs_context_set_algorithm(ctx, b"spmm_n:auto"), "auto")
+    ok(LIB.evs_csr_destroy(a), "csr destroy")
+    for h in (x, y):
+        ok(LIB.evs_dense_destroy(h), "destroy")
+
+
 def test_header_constants():
     """The constants above must be the header's."""
     header = open(os.path.join(os.path.dirname(__file__), "..", "include", "evsparse.h")).read()
@@ -433,6 +456,7 @@ def main():
                 test_bsrmm(t)
     test_compact_csc_and_handles()
     test_errors()
+    test_plans()
     test_header_constants()
     ok(LIB.evs_stream_destroy(stream), "stream_destroy")
     ok(LIB.evs_context_destroy(ctx), "context_destroy")

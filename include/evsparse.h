@@ -36,6 +36,17 @@
 #define EVS_VERSION_PATCH 0
 
 /**
+ * Buckets of the length histogram: bucket 0 counts empty lines, bucket b > 0 lines of length
+ * in [2^(b-1), 2^b).
+ */
+#define BUCKETS 34
+
+/**
+ * Thresholds of the spmm N chooser and of the row-length classes built at analysis.
+ */
+typedef struct SpmmNTable SpmmNTable;
+
+/**
  * A block-sparse (BSR) matrix.
  */
 typedef struct evs_bsr evs_bsr;
@@ -120,6 +131,8 @@ typedef int32_t evs_input_kind;
  * CUDA device with the given ordinal.
  */
 #define EVS_DEVICE_CUDA 2
+
+
 
 /**
  * IEEE 754 binary16.
@@ -244,6 +257,14 @@ const char *evs_status_string(evs_status status);
 const char *evs_last_error(void);
 
 /**
+ * The algorithm the last operation on this thread ran, as "family:algorithm"
+ * ("spmm_n:length_classes"; "family:cpu" on a CPU context; see `evs_context_set_algorithm`
+ * for the names), recorded when the call is dispatched; "" before the first. A static
+ * string. Never NULL.
+ */
+const char *evs_last_plan(void);
+
+/**
  * The library version as "MAJOR.MINOR.PATCH". Compare with `EVS_VERSION_MAJOR` etc. to
  * detect a header/library mismatch. Never NULL.
  */
@@ -273,6 +294,29 @@ evs_status evs_context_destroy(struct evs_context *ctx);
 evs_status evs_context_device(const struct evs_context *ctx,
                               evs_device_kind *kind,
                               int32_t *ordinal);
+
+/**
+ * Forces kernel algorithms on a context, for tests, benchmarks and tuning. `spec` is a
+ * comma-separated list of `family:algorithm` items, e.g. `"spmm_n:length_classes,bsrmm:simt"`;
+ * `family:auto` gives a family back to its chooser, which otherwise picks per call from the
+ * matrix statistics cached at analysis, the call and the device. A call that a forced
+ * algorithm cannot run fails with `EVS_ERROR_NOT_SUPPORTED`. Every context starts with the
+ * spec in the environment variable `EVS_FORCE_ALGORITHM`, if set. An unknown family or
+ * algorithm is `EVS_ERROR_INVALID_VALUE` and changes nothing. Applies to CUDA contexts (a CPU
+ * context accepts and checks the spec, and runs its own loops). `evs_last_plan` tells what ran.
+ *
+ * Families and algorithms:
+ * - `spmm_n` (spmv/spmm, `EVS_OP_N`): `thread_per_row`, `warp_per_row`, `length_classes`
+ * - `spmm_t` (spmv/spmm, `EVS_OP_T`): `scatter` (f32/f64), `csc_gather`
+ * - `yw2y`: `row_warp` (N), `entry_thread` (T)
+ * - `dense_mm` (dense mv/mm): `mv_row_warp` (N, one column), `mv_column_blocks` (T, one column), `tiled`
+ * - `csr_plasticity`: `pre_rows` (pre), `post_columns` (post)
+ * - `dense_plasticity`: `row_stride`
+ * - `bsrmm`: `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`
+ * - `compact`: `one_block`
+ */
+evs_status evs_context_set_algorithm(struct evs_context *ctx,
+                                     const char *spec);
 
 /**
  * Creates a stream owned by evsparse (a blocking CUDA stream on CUDA contexts). On a CPU

@@ -20,6 +20,10 @@ struct Args {
     const int64_t* colptr;  // CSC mirror: column pointers (k + 1)
     const int* rowind;      // CSC mirror: row of each entry
     const int64_t* perm;    // CSC mirror: CSR position of each entry
+    const int* order;       // rows ordered by length class (thread, warp, block)
+    int64_t class_rows[3];  // rows in each length class
+    const int64_t* chunks;  // (row, first entry) of each chunk of the long rows
+    int64_t n_chunks;
     const void* x;          // input (vector = one column)
     int64_t ldx;
     void* y;                // output

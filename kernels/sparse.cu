@@ -1,9 +1,12 @@
-// spmv / spmm on CSR, N and T, float or event inputs (SPEC §3.1).
-//
-// Gather kernels compute one output row per warp from a list of entries: CSR row i for N, CSC
-// column c (through the cached mirror) for T. Scatter kernels (T, f32/f64 only) walk the CSR
-// rows whose input is non-zero and add into the output with atomics, after a scaling pass that
-// applies beta: inactive events cost one load, which is what spike propagation needs.
+// spmv / spmm on CSR, N and T, float or event inputs (SPEC §3.1). One kernel per algorithm of
+// src/core/plan.rs:
+//   N  thread_per_row   a thread per row
+//      warp_per_row     a warp per row (and 64 columns)
+//      length_classes   rows binned by length at analysis: a thread, warp or block per row
+//   T  csc_gather       a warp per output column, along the cached CSC mirror
+//      scatter          (f32/f64) the CSR rows whose input is non-zero add into the output
+//                       with atomics, after a scaling pass that applies beta: inactive events
+//                       cost one load, which is what spike propagation needs.
 #include "common.cuh"
 
 // Entries feeding output row i, for N: CSR row i reading x[indices[p]].
@@ -24,11 +27,19 @@ struct CscWalk {
     __device__ static int64_t entry(const Args& a, int64_t p) { return a.perm[p]; }
 };
 
-// One warp per output element: lanes stride over the entries, then a warp sum.
-template <class T, class In, class Walk> __device__ void gather_mv(const Args& a) {
+// ---------------------------------------------------------------- shapes
+// Launch shapes shared with src/cuda/ops.rs: 256-thread blocks of 8 warps; a warp covers 64
+// columns of B and C (lane l owns columns l and l + 32, so loads and stores coalesce).
+#define BLOCK_THREADS 256
+#define BLOCK_WARPS 8
+#define WARP_COLS 64
+// Entries of a long row one block takes in length_classes (f32/f64), so that a long row
+// spreads over many SMs: the block-level L1/LSU throughput, not latency, bounds a gather.
+#define LONG_ROW_CHUNK 512
+
+// One warp, one output element (n = 1): lanes stride over the entries, then a warp sum.
+template <class T, class In, class Walk> __device__ void warp_mv(const Args& a, int64_t i) {
     typedef typename AccOf<T>::type A;
-    const int64_t i = warp_id();
-    if (i >= Walk::rows(a)) return;
     A acc = 0;
     for (int64_t p = Walk::begin(a, i) + lane_id(); p < Walk::end(a, i); p += 32) {
         A v = input<A>((const In*)a.x, Walk::source(a, p) * a.ldx, a.events);
@@ -38,18 +49,30 @@ template <class T, class In, class Walk> __device__ void gather_mv(const Args& a
     if (lane_id() == 0) blend((T*)a.y + i * a.ldy, acc, a);
 }
 
-// One warp per (output row, 64 columns): lane l owns columns l and l + 32, so loads of x and
-// stores of y coalesce. The warp fetches 32 entries at a time (one per lane, coalesced) and
-// broadcasts each entry's source row and weight with shuffles.
-template <class T, class In, class Walk> __device__ void gather_mm(const Args& a) {
+// One thread, one output element (n = 1) or one row of outputs, walking the entries alone.
+template <class T, class In> __device__ void thread_row(const Args& a, int64_t i) {
     typedef typename AccOf<T>::type A;
-    const int64_t i = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (i >= Walk::rows(a)) return;  // whole warps only: the shuffles below need every lane
+    const int64_t begin = row_start(a, i), end = row_start(a, i + 1);
+    for (int64_t c = 0; c < a.n; c++) {
+        A acc = 0;
+        for (int64_t p = begin; p < end; p++) {
+            A v = input<A>((const In*)a.x, a.indices[p] * a.ldx + c, a.events);
+            if (v != A(0)) acc += weight<T, A>(a, p) * v;
+        }
+        blend((T*)a.y + i * a.ldy + c, acc, a);
+    }
+}
+
+// A warp's share of entries [begin, end) over 64 columns (c0 = this lane's first): groups of
+// 32 entries, group `first` and then every `stride`-th. The lanes fetch a group's sources and
+// weights (one each, coalesced) and broadcast them by shuffles. (Unrolling the entry loop by 4
+// or 8 measured no faster on the H100, see bench/NOTES.md.)
+template <class T, class In, class Walk, class A>
+__device__ void warp_columns(const Args& a, int64_t begin, int64_t end, int first, int stride, int64_t c0, A& acc0,
+                             A& acc1) {
     const int lane = lane_id();
-    const int64_t c0 = (int64_t)blockIdx.y * 64 + lane, c1 = c0 + 32;
-    const int64_t end = Walk::end(a, i);
-    A acc0 = 0, acc1 = 0;
-    for (int64_t base = Walk::begin(a, i); base < end; base += 32) {
+    const int64_t c1 = c0 + 32;
+    for (int64_t base = begin + (int64_t)first * 32; base < end; base += (int64_t)stride * 32) {
         int64_t src = 0;
         A w = 0;
         if (base + lane < end) {
@@ -70,8 +93,141 @@ template <class T, class In, class Walk> __device__ void gather_mm(const Args& a
             }
         }
     }
+}
+
+// One warp per (output row, 64 columns).
+template <class T, class In, class Walk> __device__ void warp_mm(const Args& a, int64_t i) {
+    typedef typename AccOf<T>::type A;
+    const int64_t c0 = (int64_t)blockIdx.y * WARP_COLS + lane_id(), c1 = c0 + 32;
+    A acc0 = 0, acc1 = 0;
+    warp_columns<T, In, Walk>(a, Walk::begin(a, i), Walk::end(a, i), 0, 1, c0, acc0, acc1);
     if (c0 < a.n) blend((T*)a.y + i * a.ldy + c0, acc0, a);
     if (c1 < a.n) blend((T*)a.y + i * a.ldy + c1, acc1, a);
+}
+
+// One block per long row (n = 1): the block's threads stride over the entries; warp sums, then
+// the warps' sums through shared memory.
+template <class T, class In> __device__ void block_mv(const Args& a, int64_t i) {
+    typedef typename AccOf<T>::type A;
+    __shared__ A part[BLOCK_WARPS];
+    A acc = 0;
+    for (int64_t p = row_start(a, i) + threadIdx.x; p < row_start(a, i + 1); p += BLOCK_THREADS) {
+        A v = input<A>((const In*)a.x, a.indices[p] * a.ldx, a.events);
+        if (v != A(0)) acc += weight<T, A>(a, p) * v;
+    }
+    acc = warp_sum(acc);
+    if (lane_id() == 0) part[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < BLOCK_WARPS; w++) acc += part[w];
+        blend((T*)a.y + i * a.ldy, acc, a);
+    }
+}
+
+// The block's 8 warps share entries [begin, end) of row i over 64 columns; returns the sum for
+// column tile lane `threadIdx.x` (threads 0..63), summed through shared memory.
+template <class T, class In, class A> __device__ A block_columns(const Args& a, int64_t begin, int64_t end) {
+    __shared__ A part[BLOCK_WARPS][WARP_COLS];
+    const int warp = threadIdx.x / 32, lane = lane_id();
+    A acc0 = 0, acc1 = 0;
+    warp_columns<T, In, CsrWalk>(a, begin, end, warp, BLOCK_WARPS, (int64_t)blockIdx.y * WARP_COLS + lane, acc0, acc1);
+    part[warp][lane] = acc0;
+    part[warp][lane + 32] = acc1;
+    __syncthreads();
+    A sum = 0;
+    if (threadIdx.x < WARP_COLS)
+        for (int w = 0; w < BLOCK_WARPS; w++) sum += part[w][threadIdx.x];
+    return sum;
+}
+
+// One block per (long row, 64 columns), storing through the BLAS blend.
+template <class T, class In> __device__ void block_mm(const Args& a, int64_t i) {
+    typedef typename AccOf<T>::type A;
+    const A sum = block_columns<T, In, A>(a, row_start(a, i), row_start(a, i + 1));
+    const int64_t c = (int64_t)blockIdx.y * WARP_COLS + threadIdx.x;
+    if (threadIdx.x < WARP_COLS && c < a.n) blend((T*)a.y + i * a.ldy + c, sum, a);
+}
+
+// One block per (LONG_ROW_CHUNK entries of a long row, 64 columns), adding alpha * its sum
+// into C with atomics; C's long rows were scaled by beta first (scale_long_rows).
+template <class T, class In> __device__ void chunk_mm(const Args& a, int64_t chunk) {
+    typedef typename AccOf<T>::type A;
+    const int64_t i = a.chunks[2 * chunk], begin = a.chunks[2 * chunk + 1];
+    const A sum = block_columns<T, In, A>(a, begin, min(begin + LONG_ROW_CHUNK, row_start(a, i + 1)));
+    const int64_t c = (int64_t)blockIdx.y * WARP_COLS + threadIdx.x;
+    if (threadIdx.x < WARP_COLS && c < a.n) atomicAdd((T*)a.y + i * a.ldy + c, A(a.alpha) * sum);
+}
+
+// C[r, :] = beta * C[r, :] for the long rows r (the first pass of chunked length_classes).
+template <class T> __device__ void scale_long_rows(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    const int64_t r = a.order[a.class_rows[0] + a.class_rows[1] + blockIdx.y];
+    const int64_t c = (int64_t)blockIdx.x * BLOCK_THREADS + threadIdx.x;
+    if (c >= a.n) return;
+    T* slot = (T*)a.y + r * a.ldy + c;
+    put(slot, a.beta == 0.0 ? A(0) : A(a.beta) * A(to_f(*slot)));
+}
+
+// ---------------------------------------------------------------- spmm N variants
+// warp_per_row: one warp per row (n = 1), or per row and 64 columns.
+template <class T, class In> __device__ void spmv_n_warp(const Args& a) {
+    const int64_t i = warp_id();
+    if (i < a.m) warp_mv<T, In, CsrWalk>(a, i);
+}
+template <class T, class In> __device__ void spmm_n_warp(const Args& a) {
+    const int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + threadIdx.x / 32;
+    if (i < a.m) warp_mm<T, In, CsrWalk>(a, i);  // whole warps only: the shuffles need every lane
+}
+
+// thread_per_row: one thread per row, for any n.
+template <class T, class In> __device__ void spmm_n_thread(const Args& a) {
+    const int64_t i = (int64_t)blockIdx.x * BLOCK_THREADS + threadIdx.x;
+    if (i < a.m) thread_row<T, In>(a, i);
+}
+
+// length_classes: rows binned by length at analysis, listed in a.order as [thread class |
+// warp class | block class] with a.class_rows[] rows each. The first blocks take the long
+// rows, so the longest work starts first: n = 1, a block per row; n > 1, a block per row for
+// f16/bf16 and a block per LONG_ROW_CHUNK entries for f32/f64 (a.chunks, a.n_chunks; added
+// with atomics). The next blocks take the warp class, eight rows per block, and n = 1 the
+// thread class last, 256 rows per block; n > 1 runs the thread class with the warp class.
+template <class T, class In> __device__ void spmv_n_classes(const Args& a) {
+    const int64_t n_thread = a.class_rows[0], n_warp = a.class_rows[1], n_block = a.class_rows[2];
+    const int64_t warp_blocks = (n_warp + BLOCK_WARPS - 1) / BLOCK_WARPS;
+    const int64_t b = blockIdx.x;
+    if (b < n_block) {
+        block_mv<T, In>(a, a.order[n_thread + n_warp + b]);
+    } else if (b < n_block + warp_blocks) {
+        const int64_t r = (b - n_block) * BLOCK_WARPS + threadIdx.x / 32;
+        if (r < n_warp) warp_mv<T, In, CsrWalk>(a, a.order[n_thread + r]);
+    } else {
+        const int64_t r = (b - n_block - warp_blocks) * BLOCK_THREADS + threadIdx.x;
+        if (r < n_thread) thread_row<T, In>(a, a.order[r]);
+    }
+}
+// f32 and f64 outputs take atomic adds at their own precision; f16/bf16 would lose the f32 sum.
+template <class T> struct AtomicOut { static constexpr bool value = sizeof(T) >= 4; };
+template <class T, class In> __device__ void spmm_n_classes(const Args& a) {
+    const int64_t n_warp = a.class_rows[0] + a.class_rows[1];
+    const int64_t long_blocks = AtomicOut<T>::value ? a.n_chunks : a.class_rows[2];
+    const int64_t b = blockIdx.x;
+    if (b < long_blocks) {
+        if constexpr (AtomicOut<T>::value) chunk_mm<T, In>(a, b);
+        else block_mm<T, In>(a, a.order[n_warp + b]);
+    } else {
+        const int64_t r = (b - long_blocks) * BLOCK_WARPS + threadIdx.x / 32;
+        if (r < n_warp) warp_mm<T, In, CsrWalk>(a, a.order[r]);
+    }
+}
+
+// T, csc_gather: one warp per output column (n = 1), or per column and 64 columns of C.
+template <class T, class In> __device__ void spmv_t_gather(const Args& a) {
+    const int64_t c = warp_id();
+    if (c < a.k) warp_mv<T, In, CscWalk>(a, c);
+}
+template <class T, class In> __device__ void spmm_t_gather(const Args& a) {
+    const int64_t c = (int64_t)blockIdx.x * BLOCK_WARPS + threadIdx.x / 32;
+    if (c < a.k) warp_mm<T, In, CscWalk>(a, c);
 }
 
 // y = beta * y over m x n (beta = 0 writes zeros without reading y): the first pass of scatter.
@@ -109,19 +265,26 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
         if (v != A(0)) atomicAdd((T*)a.y + (int64_t)a.indices[p] * a.ldy + c, scaled * weight<T, A>(a, p));
 }
 
-#define GATHER(T, TN, In, InN)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(256) spmv_n_##TN##_##InN(Args a) { gather_mv<T, In, CsrWalk>(a); } \
-    extern "C" __global__ void __launch_bounds__(256) spmv_t_##TN##_##InN(Args a) { gather_mv<T, In, CscWalk>(a); } \
-    extern "C" __global__ void __launch_bounds__(256) spmm_n_##TN##_##InN(Args a) { gather_mm<T, In, CsrWalk>(a); } \
-    extern "C" __global__ void __launch_bounds__(256) spmm_t_##TN##_##InN(Args a) { gather_mm<T, In, CscWalk>(a); }
+#define KERNEL(name, body) extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) name(Args a) { body(a); }
+#define GATHER(T, TN, In, InN)                                         \
+    KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
+    KERNEL(spmm_n_##TN##_##InN, (spmm_n_warp<T, In>))                  \
+    KERNEL(spmm_n_thread_##TN##_##InN, (spmm_n_thread<T, In>))         \
+    KERNEL(spmv_n_classes_##TN##_##InN, (spmv_n_classes<T, In>))       \
+    KERNEL(spmm_n_classes_##TN##_##InN, (spmm_n_classes<T, In>))       \
+    KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))                \
+    KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)
 EVS_FOR_FLOATS(GATHER_ALL)
 
-#define SCATTER(T, TN, In, InN)                                                                                 \
-    extern "C" __global__ void __launch_bounds__(256) spmv_scatter_##TN##_##InN(Args a) { scatter_mv<T, In>(a); } \
-    extern "C" __global__ void __launch_bounds__(256) spmm_scatter_##TN##_##InN(Args a) { scatter_mm<T, In>(a); }
+#define SCATTER(T, TN, In, InN)                                \
+    KERNEL(spmv_scatter_##TN##_##InN, (scatter_mv<T, In>))     \
+    KERNEL(spmm_scatter_##TN##_##InN, (scatter_mm<T, In>))
 EVS_FOR_INPUTS(SCATTER, float, f32)
 EVS_FOR_INPUTS(SCATTER, double, f64)
 
-#define SCALE(T, TN) extern "C" __global__ void __launch_bounds__(256) scale_##TN(Args a) { scale<T>(a); }
+#define SCALE(T, TN) KERNEL(scale_##TN, scale<T>)
 EVS_FOR_FLOATS(SCALE)
+KERNEL(scale_long_rows_f32, scale_long_rows<float>)
+KERNEL(scale_long_rows_f64, scale_long_rows<double>)
+

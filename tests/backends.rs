@@ -1,9 +1,11 @@
-//! The backend of EVS_TEST_DEVICE against the CPU backend: every operation, every dtype, N and
-//! T, homo and hetero, float and event inputs, alpha/beta, on fresh random inputs (odd sizes,
-//! empty rows, duplicates, nnz = 0). Outputs on the device under test are poisoned (NaN, or
-//! a sentinel for integers) before each run so that unwritten elements show. With the default
-//! EVS_TEST_DEVICE=cpu this compares the CPU backend with itself run again, which still checks
-//! that results are deterministic and fully written.
+//! The backend of EVS_TEST_DEVICE against the CPU backend: every algorithm of every operation
+//! (each forced in turn, see `core::plan`), every dtype, N and T, homo and hetero, float and
+//! event inputs, alpha/beta, on fresh random inputs (odd sizes, empty rows, duplicates,
+//! nnz = 0, and skewed rows: a few rows 100x longer than the mean among many empty ones).
+//! Outputs on the device under test are poisoned (NaN, or a sentinel for integers) before each
+//! run so that unwritten elements show. With the default EVS_TEST_DEVICE=cpu this compares the
+//! CPU backend with itself run again, which still checks that results are deterministic and
+//! fully written.
 
 mod common;
 
@@ -12,8 +14,10 @@ use evsparse::core::bsr::{Bsr, BsrShape};
 use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
+use evsparse::core::plan::{self, Algorithm};
 use evsparse::core::{ops, InputKind, Op};
 use evsparse::dtype::DType;
+use evsparse::error::{Result, EVS_ERROR_NOT_SUPPORTED};
 use std::sync::Arc;
 
 const FLOATS: [DType; 4] = [DType::F16, DType::BF16, DType::F32, DType::F64];
@@ -24,6 +28,9 @@ struct Pair {
     dev: (Arc<Context>, Stream),
     cpu: (Arc<Context>, Stream),
     rng: Rng,
+    /// The plan forced on the device under test, and how many calls ran it.
+    forced: Option<&'static str>,
+    ran: usize,
 }
 
 /// The same array on both sides.
@@ -48,7 +55,37 @@ impl Pair {
     fn new() -> Pair {
         let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
         let cpu_stream = Stream::new(&cpu).unwrap();
-        Pair { dev: setup(), cpu: (cpu, cpu_stream), rng: Rng::new() }
+        Pair { dev: setup(), cpu: (cpu, cpu_stream), rng: Rng::new(), forced: None, ran: 0 }
+    }
+
+    /// Whether a call on the device under test ran: true when it did (with the forced plan,
+    /// on a GPU), false when the forced algorithm cannot run it; any other failure panics.
+    fn ran(&mut self, what: &str, result: Result<()>) -> bool {
+        match (result, self.forced) {
+            (Ok(()), forced) => {
+                if let (false, Some(want)) = (self.dev.0.is_cpu(), forced) {
+                    assert_eq!(plan::plan_name(plan::last()), want, "{what}: the plan that ran");
+                }
+                self.ran += 1;
+                true
+            }
+            (Err(e), Some(_)) if e.status == EVS_ERROR_NOT_SUPPORTED => false,
+            (Err(e), _) => panic!("{what}: {e}"),
+        }
+    }
+
+    /// Runs `case` once per algorithm of `A`'s family, each forced on the device under test,
+    /// and checks that every algorithm ran at least one call.
+    fn each_algorithm<A: Algorithm>(&mut self, mut case: impl FnMut(&mut Pair)) {
+        for &alg in A::ALL {
+            let name = plan::plan_name(alg.plan());
+            self.dev.0.forced.apply(name).unwrap();
+            (self.forced, self.ran) = (Some(name), 0);
+            case(self);
+            assert!(self.ran > 0, "{name}: no call ran it");
+        }
+        self.dev.0.forced.apply(&format!("{}:auto", A::FAMILY.name())).unwrap();
+        self.forced = None;
     }
 
     fn both(&self, t: DType, shape: (u32, usize, usize), values: &[f64]) -> Both {
@@ -111,6 +148,9 @@ struct Pattern {
 }
 
 fn pattern(rng: &mut Rng) -> Pattern {
+    if rng.below(4) == 0 {
+        return skewed_pattern(rng);
+    }
     let big = rng.below(6) == 0;
     let (m, k) =
         if big { (500 + rng.below(3000), 500 + rng.below(3000)) } else { (1 + rng.below(90), 1 + rng.below(90)) };
@@ -121,6 +161,30 @@ fn pattern(rng: &mut Rng) -> Pattern {
         let len = if per_row == 0 || rng.below(5) == 0 { 0 } else { rng.below(2 * per_row) };
         for _ in 0..len {
             let dup = !indices.is_empty() && rng.below(6) == 0;
+            indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
+        }
+        indptr.push(indices.len() as i64);
+    }
+    Pattern { m, k, indptr, indices }
+}
+
+/// Skewed rows, as in power-law networks: a few rows about 100x longer than the mean (longer
+/// than the block class's threshold), many empty rows, the rest short.
+fn skewed_pattern(rng: &mut Rng) -> Pattern {
+    let (m, k) = (800 + rng.below(2500), 300 + rng.below(3000));
+    let long_rows: Vec<usize> = (0..1 + rng.below(4)).map(|_| rng.below(m)).collect();
+    let mut indptr = vec![0i64];
+    let mut indices = vec![];
+    for i in 0..m {
+        let len = if long_rows.contains(&i) {
+            plan::SPMM_N.block_row_min + rng.below(2500)
+        } else if rng.below(2) == 0 {
+            0
+        } else {
+            rng.below(40)
+        };
+        for _ in 0..len {
+            let dup = !indices.is_empty() && rng.below(8) == 0;
             indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
         }
         indptr.push(indices.len() as i64);
@@ -161,30 +225,25 @@ fn scalars(p: &mut Pair) -> (f64, f64) {
     (alpha, beta)
 }
 
-#[test]
-fn spmv_and_spmm_match_cpu() {
-    let mut p = Pair::new();
-    for _ in 0..3 {
-        for t in FLOATS {
-            for op in [Op::N, Op::T] {
-                for homo in [true, false] {
-                    let pat = pattern(&mut p.rng);
-                    let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
-                    let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
-                    for (kind, xt) in input_kinds(t) {
-                        let vector = p.rng.below(3) == 0;
-                        let n = if vector { 1 } else { [1, 3, 33, 70][p.rng.below(4)] };
-                        let ndim = if vector { 1 } else { 2 };
-                        let x = input(&mut p, kind, xt, (ndim, rows_in, n));
-                        let (alpha, beta) = scalars(&mut p);
-                        let y = p.output(t, (ndim, rows_out, n), beta);
-                        ops::spmm(&p.dev.1, op, kind, alpha, &dev_a, &x.dev, beta, &y.dev, vector).unwrap();
-                        ops::spmm(&p.cpu.1, op, kind, alpha, &cpu_a, &x.cpu, beta, &y.cpu, vector).unwrap();
-                        p.compare(
-                            &format!("spmm {op:?} {kind:?} {} homo={homo} n={n} {}x{}", xt.name(), pat.m, pat.k),
-                            &y,
-                        );
-                    }
+/// spmv / spmm with op `op` on random and skewed patterns, every dtype, homo and hetero, every
+/// input kind.
+fn spmm_cases(p: &mut Pair, op: Op) {
+    for t in FLOATS {
+        for homo in [true, false] {
+            let pat = pattern(&mut p.rng);
+            let (dev_a, cpu_a, _) = csr_both(p, &pat, t, homo);
+            let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+            for (kind, xt) in input_kinds(t) {
+                let vector = p.rng.below(3) == 0;
+                let n = if vector { 1 } else { [1, 3, 33, 70, 130][p.rng.below(5)] };
+                let ndim = if vector { 1 } else { 2 };
+                let x = input(p, kind, xt, (ndim, rows_in, n));
+                let (alpha, beta) = scalars(p);
+                let y = p.output(t, (ndim, rows_out, n), beta);
+                let what = format!("spmm {op:?} {kind:?} {} homo={homo} n={n} {}x{}", xt.name(), pat.m, pat.k);
+                if p.ran(&what, ops::spmm(&p.dev.1, op, kind, alpha, &dev_a, &x.dev, beta, &y.dev, vector)) {
+                    ops::spmm(&p.cpu.1, op, kind, alpha, &cpu_a, &x.cpu, beta, &y.cpu, vector).unwrap();
+                    p.compare(&what, &y);
                 }
             }
         }
@@ -192,14 +251,30 @@ fn spmv_and_spmm_match_cpu() {
 }
 
 #[test]
+fn spmv_and_spmm_n_match_cpu() {
+    let mut p = Pair::new();
+    p.each_algorithm::<plan::SpmmN>(|p| (0..2).for_each(|_| spmm_cases(p, Op::N)));
+}
+
+#[test]
+fn spmv_and_spmm_t_match_cpu() {
+    let mut p = Pair::new();
+    p.each_algorithm::<plan::SpmmT>(|p| (0..2).for_each(|_| spmm_cases(p, Op::T)));
+}
+
+#[test]
 fn yw2y_matches_cpu() {
     let mut p = Pair::new();
-    for _ in 0..4 {
+    p.each_algorithm::<plan::Yw2y>(yw2y_cases);
+}
+
+fn yw2y_cases(p: &mut Pair) {
+    for _ in 0..2 {
         for t in FLOATS {
             for op in [Op::N, Op::T] {
                 let pat = pattern(&mut p.rng);
                 let homo = p.rng.below(2) == 0;
-                let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
+                let (dev_a, cpu_a, _) = csr_both(p, &pat, t, homo);
                 let nnz = pat.indices.len();
                 let len = if op == Op::N { pat.m } else { pat.k };
                 let batches = p.rng.below(4);
@@ -211,11 +286,14 @@ fn yw2y_matches_cpu() {
                     let v = p.values(oshape.1 * oshape.2, 0);
                     p.both(t, oshape, &v)
                 });
-                let (alpha, beta) = scalars(&mut p);
+                let (alpha, beta) = scalars(p);
                 let out = p.output(t, oshape, beta);
-                ops::yw2y(&p.dev.1, op, &dev_a, bw.as_ref().map(|b| &b.dev), alpha, &y.dev, beta, &out.dev).unwrap();
-                ops::yw2y(&p.cpu.1, op, &cpu_a, bw.as_ref().map(|b| &b.cpu), alpha, &y.cpu, beta, &out.cpu).unwrap();
-                p.compare(&format!("yw2y {op:?} batches={batches}"), &out);
+                let what = format!("yw2y {op:?} batches={batches}");
+                let bw_dev = bw.as_ref().map(|b| &b.dev);
+                if p.ran(&what, ops::yw2y(&p.dev.1, op, &dev_a, bw_dev, alpha, &y.dev, beta, &out.dev)) {
+                    ops::yw2y(&p.cpu.1, op, &cpu_a, bw.as_ref().map(|b| &b.cpu), alpha, &y.cpu, beta, &out.cpu).unwrap();
+                    p.compare(&what, &out);
+                }
             }
         }
     }
@@ -224,22 +302,28 @@ fn yw2y_matches_cpu() {
 #[test]
 fn dense_products_match_cpu() {
     let mut p = Pair::new();
+    p.each_algorithm::<plan::DenseMm>(|p| (0..2).for_each(|_| dense_cases(p)));
+}
+
+fn dense_cases(p: &mut Pair) {
     for t in FLOATS {
         for op in [Op::N, Op::T] {
             for (kind, xt) in input_kinds(t) {
                 let (m, k) = (1 + p.rng.below(150), 1 + p.rng.below(150));
                 let vector = p.rng.below(2) == 0;
-                let n = if vector { 1 } else { [1, 5, 64, 71, 130][p.rng.below(5)] };
+                let n = if vector { 1 } else { [1, 1, 5, 64, 71, 130][p.rng.below(6)] };
                 let ndim = if vector { 1 } else { 2 };
                 let wshape = if op == Op::N { (2, m, k) } else { (2, k, m) };
                 let wv = p.values(m * k, 5);
                 let w = p.both(t, wshape, &wv);
-                let x = input(&mut p, kind, xt, (ndim, k, n));
-                let (alpha, beta) = scalars(&mut p);
+                let x = input(p, kind, xt, (ndim, k, n));
+                let (alpha, beta) = scalars(p);
                 let c = p.output(t, (ndim, m, n), beta);
-                ops::dense_mm(&p.dev.1, op, kind, alpha, &w.dev, &x.dev, beta, &c.dev, vector).unwrap();
-                ops::dense_mm(&p.cpu.1, op, kind, alpha, &w.cpu, &x.cpu, beta, &c.cpu, vector).unwrap();
-                p.compare(&format!("dense {op:?} {kind:?} {} {m}x{k}x{n}", xt.name()), &c);
+                let what = format!("dense {op:?} {kind:?} {} {m}x{k}x{n}", xt.name());
+                if p.ran(&what, ops::dense_mm(&p.dev.1, op, kind, alpha, &w.dev, &x.dev, beta, &c.dev, vector)) {
+                    ops::dense_mm(&p.cpu.1, op, kind, alpha, &w.cpu, &x.cpu, beta, &c.cpu, vector).unwrap();
+                    p.compare(&what, &c);
+                }
             }
         }
     }
@@ -255,49 +339,69 @@ fn bounds(p: &mut Pair) -> (f64, f64) {
 }
 
 #[test]
-fn plasticity_matches_cpu() {
+fn csr_plasticity_matches_cpu() {
     let mut p = Pair::new();
-    for t in FLOATS {
-        for e in EVENTS {
-            for post in [false, true] {
-                let pat = pattern(&mut p.rng);
-                let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, false);
-                let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
-                let sv = p.events(e, n_spikes);
-                let spikes = p.both(e, (1, n_spikes, 1), &sv);
-                let tv = p.values(n_trace, 10);
-                let trace = p.both(t, (1, n_trace, 1), &tv);
-                let (lo, hi) = bounds(&mut p);
-                ops::csr_plasticity(&p.dev.1, post, &dev_a, &spikes.dev, &trace.dev, lo, hi).unwrap();
-                ops::csr_plasticity(&p.cpu.1, post, &cpu_a, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
-                let weights = |a: &Csr| match &a.weights {
-                    evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
-                    _ => unreachable!(),
-                };
-                p.compare(
-                    &format!("csr plasticity post={post} {}", e.name()),
-                    &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) },
-                );
-
-                let (m, k) = (1 + p.rng.below(120), 1 + p.rng.below(300));
-                let (n_spikes, n_trace) = if post { (k, m) } else { (m, k) };
-                let wv = p.values(m * k, 0);
-                let w = p.both(t, (2, m, k), &wv);
-                let sv = p.events(e, n_spikes);
-                let spikes = p.both(e, (1, n_spikes, 1), &sv);
-                let tv = p.values(n_trace, 10);
-                let trace = p.both(t, (1, n_trace, 1), &tv);
-                ops::dense_plasticity(&p.dev.1, post, &w.dev, &spikes.dev, &trace.dev, lo, hi).unwrap();
-                ops::dense_plasticity(&p.cpu.1, post, &w.cpu, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
-                p.compare(&format!("dense plasticity post={post} {}", e.name()), &w);
+    p.each_algorithm::<plan::CsrPlasticity>(|p| {
+        for t in FLOATS {
+            for e in EVENTS {
+                for post in [false, true] {
+                    let pat = pattern(&mut p.rng);
+                    let (dev_a, cpu_a, _) = csr_both(p, &pat, t, false);
+                    let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
+                    let sv = p.events(e, n_spikes);
+                    let spikes = p.both(e, (1, n_spikes, 1), &sv);
+                    let tv = p.values(n_trace, 10);
+                    let trace = p.both(t, (1, n_trace, 1), &tv);
+                    let (lo, hi) = bounds(p);
+                    let what = format!("csr plasticity post={post} {}", e.name());
+                    if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, &spikes.dev, &trace.dev, lo, hi)) {
+                        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
+                        let weights = |a: &Csr| match &a.weights {
+                            evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
+                            _ => unreachable!(),
+                        };
+                        p.compare(&what, &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
+                    }
+                }
             }
         }
-    }
+    });
+}
+
+#[test]
+fn dense_plasticity_matches_cpu() {
+    let mut p = Pair::new();
+    p.each_algorithm::<plan::DensePlasticity>(|p| {
+        for t in FLOATS {
+            for e in EVENTS {
+                for post in [false, true] {
+                    let (m, k) = (1 + p.rng.below(120), 1 + p.rng.below(300));
+                    let (n_spikes, n_trace) = if post { (k, m) } else { (m, k) };
+                    let wv = p.values(m * k, 0);
+                    let w = p.both(t, (2, m, k), &wv);
+                    let sv = p.events(e, n_spikes);
+                    let spikes = p.both(e, (1, n_spikes, 1), &sv);
+                    let tv = p.values(n_trace, 10);
+                    let trace = p.both(t, (1, n_trace, 1), &tv);
+                    let (lo, hi) = bounds(p);
+                    let what = format!("dense plasticity post={post} {}", e.name());
+                    if p.ran(&what, ops::dense_plasticity(&p.dev.1, post, &w.dev, &spikes.dev, &trace.dev, lo, hi)) {
+                        ops::dense_plasticity(&p.cpu.1, post, &w.cpu, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
+                        p.compare(&what, &w);
+                    }
+                }
+            }
+        }
+    });
 }
 
 #[test]
 fn bsrmm_matches_cpu() {
     let mut p = Pair::new();
+    p.each_algorithm::<plan::Bsrmm>(bsrmm_cases);
+}
+
+fn bsrmm_cases(p: &mut Pair) {
     for t in [DType::F16, DType::BF16, DType::F32] {
         for out_t in [t, DType::F32] {
             for (bm, bk) in [(16, 16), (32, 16), (16, 64), (64, 32), (64, 16), (128, 64), (128, 128)] {
@@ -324,11 +428,13 @@ fn bsrmm_matches_cpu() {
                 let (dev_a, cpu_a) = (make(&p.dev.0), make(&p.cpu.0));
                 let bv = p.values(kb * bk * n, 0);
                 let b = p.both(t, (2, kb * bk, n), &bv);
-                let (alpha, beta) = scalars(&mut p);
+                let (alpha, beta) = scalars(p);
                 let c = p.output(out_t, (2, mb * bm, n), beta);
-                ops::bsrmm(&p.dev.1, alpha, &dev_a, &b.dev, beta, &c.dev).unwrap();
-                ops::bsrmm(&p.cpu.1, alpha, &cpu_a, &b.cpu, beta, &c.cpu).unwrap();
-                p.compare(&format!("bsrmm {} -> {} blocks {bm}x{bk} n={n}", t.name(), out_t.name()), &c);
+                let what = format!("bsrmm {} -> {} blocks {bm}x{bk} n={n}", t.name(), out_t.name());
+                if p.ran(&what, ops::bsrmm(&p.dev.1, alpha, &dev_a, &b.dev, beta, &c.dev)) {
+                    ops::bsrmm(&p.cpu.1, alpha, &cpu_a, &b.cpu, beta, &c.cpu).unwrap();
+                    p.compare(&what, &c);
+                }
             }
         }
     }
@@ -337,20 +443,24 @@ fn bsrmm_matches_cpu() {
 #[test]
 fn compaction_and_csc_match_cpu() {
     let mut p = Pair::new();
-    for e in EVENTS {
-        for n in [0, 1, 31, 1024, 1025, 5000 + p.rng.below(3000)] {
-            let sv = p.events(e, n);
-            let spikes = p.both(e, (1, n, 1), &sv);
-            let indices = p.both(DType::I32, (1, n.max(1), 1), &vec![-7.0; n.max(1)]);
-            let count = p.both(DType::I32, (1, 1, 1), &[-7.0]);
-            ops::compact(&p.dev.1, &spikes.dev, &indices.dev, &count.dev).unwrap();
-            ops::compact(&p.cpu.1, &spikes.cpu, &indices.cpu, &count.cpu).unwrap();
-            p.compare(&format!("compact count {} n={n}", e.name()), &count);
-            let written = read(&p.cpu.1, &count.cpu)[0] as usize;
-            let (got, want) = (read(&p.dev.1, &indices.dev), read(&p.cpu.1, &indices.cpu));
-            assert_eq!(got[..written], want[..written], "compact indices {} n={n}", e.name());
+    p.each_algorithm::<plan::Compact>(|p| {
+        for e in EVENTS {
+            for n in [0, 1, 31, 1024, 1025, 5000 + p.rng.below(3000)] {
+                let sv = p.events(e, n);
+                let spikes = p.both(e, (1, n, 1), &sv);
+                let indices = p.both(DType::I32, (1, n.max(1), 1), &vec![-7.0; n.max(1)]);
+                let count = p.both(DType::I32, (1, 1, 1), &[-7.0]);
+                let what = format!("compact {} n={n}", e.name());
+                if p.ran(&what, ops::compact(&p.dev.1, &spikes.dev, &indices.dev, &count.dev)) {
+                    ops::compact(&p.cpu.1, &spikes.cpu, &indices.cpu, &count.cpu).unwrap();
+                    p.compare(&what, &count);
+                    let written = read(&p.cpu.1, &count.cpu)[0] as usize;
+                    let (got, want) = (read(&p.dev.1, &indices.dev), read(&p.cpu.1, &indices.cpu));
+                    assert_eq!(got[..written], want[..written], "compact indices {} n={n}", e.name());
+                }
+            }
         }
-    }
+    });
     for _ in 0..6 {
         let pat = pattern(&mut p.rng);
         let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, DType::F32, true);

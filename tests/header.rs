@@ -36,3 +36,18 @@ fn every_exported_function_is_documented_in_the_header() {
     assert_eq!(functions, exported, "header declares {functions} functions, the sources export {exported}");
     assert!(functions >= 47);
 }
+
+#[test]
+fn header_lists_every_algorithm() {
+    let header = include_str!(concat!(env!("OUT_DIR"), "/evsparse.h"));
+    let doc = header.split("evs_status evs_context_set_algorithm(").next().unwrap();
+    for (family, algorithms) in evsparse::core::plan::FAMILIES {
+        let line = doc
+            .lines()
+            .find(|l| l.contains(&format!("- `{family}`")))
+            .unwrap_or_else(|| panic!("the evs_context_set_algorithm doc lacks family {family}"));
+        for alg in *algorithms {
+            assert!(line.contains(&format!("`{alg}`")), "the doc line of {family} lacks {alg}: {line}");
+        }
+    }
+}

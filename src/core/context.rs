@@ -1,6 +1,7 @@
 //! Contexts (one device each) and streams.
 
 use super::memory::Buffer;
+use super::plan::{DeviceInfo, Forced};
 use crate::cuda::{self, Gpu, GpuStream};
 use crate::error::{Error, Result};
 use std::sync::Arc;
@@ -23,32 +24,52 @@ pub enum Backend {
 /// One device with its resources. Shared by every handle made from it.
 pub struct Context {
     pub backend: Backend,
+    /// Algorithms forced per operation family (see `core::plan`).
+    pub forced: Forced,
 }
+
+/// The environment variable whose spec ("spmm_n:warp_per_row,...") every new context forces.
+pub const FORCE_ALGORITHM_VAR: &str = "EVS_FORCE_ALGORITHM";
 
 impl Context {
     pub fn new(kind: evs_device_kind, ordinal: i32) -> Result<Arc<Context>> {
-        match kind {
-            EVS_DEVICE_CPU => Self::cpu(),
-            EVS_DEVICE_CUDA => Self::cuda(ordinal),
+        let forced = Forced::default();
+        if let Ok(spec) = std::env::var(FORCE_ALGORITHM_VAR) {
+            forced.apply(&spec).map_err(|e| Error::value(format!("{FORCE_ALGORITHM_VAR}: {}", e.message)))?;
+        }
+        let backend = match kind {
+            EVS_DEVICE_CPU => Self::cpu()?,
+            EVS_DEVICE_CUDA => Self::cuda(ordinal)?,
             // Any reason the GPU cannot be used (no driver, no device, no kernels for it, a
             // driver error) means the CPU; evs_context_device tells the caller which it got.
-            EVS_DEVICE_DEFAULT => Self::cuda(ordinal).or_else(|_| Self::cpu()),
-            _ => Err(Error::invalid_enum(format!("device kind: unknown value {kind}"))),
-        }
+            EVS_DEVICE_DEFAULT => Self::cuda(ordinal).or_else(|_| Self::cpu())?,
+            _ => return Err(Error::invalid_enum(format!("device kind: unknown value {kind}"))),
+        };
+        Ok(Arc::new(Context { backend, forced }))
     }
 
-    fn cpu() -> Result<Arc<Context>> {
+    fn cpu() -> Result<Backend> {
         let threads = std::env::var("EVS_NUM_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("evsparse-cpu-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("context: cannot start CPU thread pool: {e}")))?;
-        Ok(Arc::new(Context { backend: Backend::Cpu(pool) }))
+        Ok(Backend::Cpu(pool))
     }
 
-    fn cuda(ordinal: i32) -> Result<Arc<Context>> {
-        Ok(Arc::new(Context { backend: Backend::Cuda(cuda::open(ordinal)?) }))
+    fn cuda(ordinal: i32) -> Result<Backend> {
+        Ok(Backend::Cuda(cuda::open(ordinal)?))
+    }
+
+    /// What plan choosers know of the device (a CPU context reports no multiprocessors).
+    pub fn device_info(&self) -> DeviceInfo {
+        match &self.backend {
+            Backend::Cpu(_) => DeviceInfo { multiprocessors: 0, compute_capability: 0 },
+            Backend::Cuda(gpu) => {
+                DeviceInfo { multiprocessors: gpu.multiprocessors, compute_capability: gpu.compute_capability }
+            }
+        }
     }
 
     pub fn kind(&self) -> evs_device_kind {

@@ -4,6 +4,8 @@
 use super::context::{Backend, Context, Stream};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
+use super::plan::{row_class, SPMM_N};
+use super::stats::CsrStats;
 use super::{checked_product, size_arg};
 use crate::dtype::{with_float, Acc, DType, Float};
 use crate::error::{Error, Result};
@@ -100,6 +102,45 @@ pub struct Analysis {
     pub row_of: Vec<u32>,
 }
 
+/// What analysis derives from the structure for kernel choice, once per matrix.
+pub struct Profile {
+    pub stats: CsrStats,
+    /// The rows ordered by length class (thread, warp, block; see `plan::row_class`), original
+    /// order within a class; int32, in the context's memory.
+    pub class_order: Arc<Buffer>,
+    /// How many rows each class holds.
+    pub class_rows: [usize; 3],
+    /// (row, first entry) as int64 pairs: the long rows (block class) cut into chunks of
+    /// `SPMM_N.long_row_chunk` entries, in the class order.
+    pub long_chunks: Arc<Buffer>,
+    pub n_chunks: usize,
+}
+
+impl Profile {
+    fn of<P: Index>(ctx: &Context, view: &CsrView<'_, P>) -> Result<Profile> {
+        let mut class_rows = [0usize; 3];
+        let classes: Vec<usize> = (0..view.m).map(|i| row_class(view.row(i).len())).collect();
+        classes.iter().for_each(|&c| class_rows[c] += 1);
+        let mut order = Vec::with_capacity(view.m);
+        for class in 0..3 {
+            order.extend((0..view.m).filter(|&i| classes[i] == class).map(|i| i as i32));
+        }
+        let mut chunks: Vec<i64> = Vec::new();
+        for &i in &order[class_rows[0] + class_rows[1]..] {
+            for first in view.row(i as usize).step_by(SPMM_N.long_row_chunk) {
+                chunks.extend([i as i64, first as i64]);
+            }
+        }
+        Ok(Profile {
+            stats: CsrStats::of(view),
+            class_order: ctx.upload("csr analysis", as_bytes(&order))?,
+            class_rows,
+            long_chunks: ctx.upload("csr analysis", as_bytes(&chunks))?,
+            n_chunks: chunks.len() / 2,
+        })
+    }
+}
+
 /// The CSC mirror in device memory: colptr (int64, k + 1), rowind (int32), perm (int64).
 pub struct DeviceAnalysis {
     pub colptr: Arc<Buffer>,
@@ -125,9 +166,9 @@ pub struct Csr {
     pub weights: Weights,
     analysis: OnceLock<Analysis>,
     device_analysis: OnceLock<DeviceAnalysis>,
-    /// The outcome of the structure check: set on creation from host arrays, on first use
-    /// for wrapped ones.
-    structure: OnceLock<Result<()>>,
+    /// The outcome of the structure check with the profile built from the same look at the
+    /// structure: set on creation from host arrays, on first use for wrapped ones.
+    profile: OnceLock<Result<Profile>>,
 }
 
 /// Sizes and types shared by the create and wrap entry points.
@@ -190,9 +231,10 @@ impl Csr {
     ) -> Result<Csr> {
         let indptr = host_slice(indptr, shape.indptr_bytes());
         let indices = host_slice(indices, shape.nnz);
-        with_index!(shape.index, P => {
+        let profile = with_index!(shape.index, P => {
             let view = CsrView { m: shape.m, k: shape.k, indptr: host_slice(indptr.as_ptr() as *const P, shape.m + 1), indices };
             view.validate("csr")?;
+            Profile::of(ctx, &view)?
         });
         let indptr = ctx.upload("csr indptr", indptr)?;
         let indices = ctx.upload("csr indices", host_slice(indices.as_ptr() as *const u8, shape.nnz * 4))?;
@@ -204,7 +246,7 @@ impl Csr {
             None => Weights::Homo(round_to_dtype(shape.dtype, homo)?),
         };
         let csr = Csr::assemble(ctx, shape, indptr, indices, weights);
-        csr.structure.get_or_init(|| Ok(()));
+        let _ = csr.profile.set(Ok(profile));
         Ok(csr)
     }
 
@@ -243,7 +285,7 @@ impl Csr {
             weights,
             analysis: OnceLock::new(),
             device_analysis: OnceLock::new(),
-            structure: OnceLock::new(),
+            profile: OnceLock::new(),
         }
     }
 
@@ -261,15 +303,19 @@ impl Csr {
     }
 
     /// Copies the structure of a device matrix to the host (indptr widened to int64), waiting
-    /// for the copy: used once, by validation and analysis.
+    /// for the copy.
     fn download_structure(&self, stream: &Stream) -> Result<(Vec<i64>, Vec<i32>)> {
         let indptr = with_index!(self.index, P => crate::cuda::download::<P>(stream, &self.indptr, self.m + 1)?
             .into_iter().map(Index::get).collect());
         Ok((indptr, crate::cuda::download::<i32>(stream, &self.indices, self.nnz)?))
     }
 
-    /// Checks the structure now (SPEC §4), whatever was checked before.
+    /// Checks the structure now (SPEC §4), whatever was checked before. The first check of a
+    /// wrapped matrix also builds its analysis from the same copy of the structure.
     pub fn validate(&self, stream: &Stream) -> Result<()> {
+        if self.profile.get().is_none() {
+            return self.expect_valid(stream).map(|_| ());
+        }
         match stream.ctx.backend {
             // SAFETY: CPU contexts hold host memory; the index type selects P.
             Backend::Cpu(_) => with_index!(self.index, P => unsafe { self.view::<P>() }.validate("csr")),
@@ -280,10 +326,31 @@ impl Csr {
         }
     }
 
-    /// Fails unless the structure is valid, checking a wrapped matrix once, so that no kernel
-    /// ever indexes out of bounds. The structure of a wrapped matrix must not change.
-    pub fn expect_valid(&self, stream: &Stream) -> Result<()> {
-        self.structure.get_or_init(|| self.validate(stream)).clone()
+    /// The profile of a valid matrix, checking a wrapped one once so that no kernel ever
+    /// indexes out of bounds (the structure of a wrapped matrix must not change). On a CUDA
+    /// context that check copies the structure to the host once and builds everything the
+    /// matrix will need from that copy: statistics, row classes and the CSC mirror.
+    pub fn expect_valid(&self, stream: &Stream) -> Result<&Profile> {
+        self.profile.get_or_init(|| self.check_and_profile(stream)).as_ref().map_err(Error::clone)
+    }
+
+    fn check_and_profile(&self, stream: &Stream) -> Result<Profile> {
+        match stream.ctx.backend {
+            Backend::Cpu(_) => with_index!(self.index, P => {
+                // SAFETY: CPU contexts hold host memory; the index type selects P.
+                let view = unsafe { self.view::<P>() };
+                view.validate("csr")?;
+                Profile::of(&self.ctx, &view)
+            }),
+            Backend::Cuda(_) => {
+                let (indptr, indices) = self.download_structure(stream)?;
+                let view = CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices };
+                view.validate("csr")?;
+                let profile = Profile::of(&self.ctx, &view)?;
+                self.mirror_from(&view)?;
+                Ok(profile)
+            }
+        }
     }
 
     /// The cached host analysis of a CPU context's matrix, built on first use (GPU contexts
@@ -296,13 +363,19 @@ impl Csr {
         })
     }
 
-    /// The CSC mirror on the device, built on first use from a host copy of the structure.
+    /// The CSC mirror on the device: built with the first check of a wrapped matrix, or on
+    /// first use from one host copy of the structure.
     pub fn device_analysis(&self, stream: &Stream) -> Result<&DeviceAnalysis> {
         if let Some(done) = self.device_analysis.get() {
             return Ok(done);
         }
         let (indptr, indices) = self.download_structure(stream)?;
-        let an = crate::cpu::analyse(&CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices });
+        self.mirror_from(&CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices })
+    }
+
+    /// Builds the CSC mirror from a host view of the structure and caches it.
+    fn mirror_from(&self, view: &CsrView<'_, i64>) -> Result<&DeviceAnalysis> {
+        let an = crate::cpu::analyse(view);
         let upload = |what: &str, bytes: &[u8]| self.ctx.upload(what, bytes);
         let colptr: Vec<i64> = an.colptr.iter().map(|&v| v as i64).collect();
         let rowind: Vec<i32> = an.rowind.iter().map(|&v| v as i32).collect();

@@ -6,6 +6,8 @@ pub mod csr;
 pub mod dense;
 pub mod memory;
 pub mod ops;
+pub mod plan;
+pub mod stats;
 
 use crate::error::{Error, Result};
 

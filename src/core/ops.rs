@@ -5,6 +5,7 @@ use super::bsr::Bsr;
 use super::context::{Backend, Context, Stream};
 use super::csr::{Csr, Weights};
 use super::dense::Dense;
+use super::plan::{self, decide, Algorithm};
 use super::{InputKind, Op};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -16,16 +17,23 @@ fn same_context(s: &Stream, handles: &[(&str, &Arc<Context>)]) -> Result<()> {
     handles.iter().try_for_each(|(arg, ctx)| s.expect_context(arg, ctx))
 }
 
-/// Fails when an output shares memory with an input or with the matrix' weights.
+/// Fails when an output shares memory with an input.
 fn disjoint(out: (&str, &Dense), inputs: &[(&str, &Dense)]) -> Result<()> {
     inputs.iter().try_for_each(|(arg, d)| out.1.expect_disjoint(out.0, d, arg))
 }
 
-fn csr_weights(a: &Csr) -> Vec<(&'static str, &Dense)> {
+/// Fails when an output shares memory with the matrix' weights.
+fn disjoint_from_weights(out: (&str, &Dense), a: &Csr) -> Result<()> {
     match &a.weights {
-        Weights::Hetero(w) => vec![("the csr weights", w)],
-        Weights::Homo(_) => vec![],
+        Weights::Hetero(w) => disjoint(out, &[("the csr weights", w)]),
+        Weights::Homo(_) => Ok(()),
     }
+}
+
+/// Runs `work` on a CPU context's threads, recording the CPU plan of `A`'s family.
+fn on_cpu<A: Algorithm>(s: &Stream, work: impl FnOnce() -> Result<()> + Send) -> Result<()> {
+    plan::record_cpu(A::FAMILY);
+    s.ctx.run(work)
 }
 
 /// The dtype rules for an input read as floats or events.
@@ -83,11 +91,23 @@ pub fn spmm(
     y.dtype.expect(ya, a.dtype)?;
     let (in_len, out_len) = if op == Op::N { (a.k, a.m) } else { (a.m, a.k) };
     check_product_shapes(vector, (xa, x), in_len, (ya, y), out_len)?;
-    disjoint((ya, y), &[&[(xa, x)][..], &csr_weights(a)].concat())?;
-    a.expect_valid(s)?;
-    match s.ctx.backend {
-        Backend::Cpu(_) => s.ctx.run(|| cpu::spmm(op, kind, alpha, a, x, beta, y)),
-        Backend::Cuda(_) => cuda::spmm(s, op, kind, alpha, a, x, beta, y),
+    disjoint((ya, y), &[(xa, x)])?;
+    disjoint_from_weights((ya, y), a)?;
+    let profile = a.expect_valid(s)?;
+    let forced = &s.ctx.forced;
+    match (&s.ctx.backend, op) {
+        (Backend::Cpu(_), Op::N) => on_cpu::<plan::SpmmN>(s, || cpu::spmm(op, kind, alpha, a, x, beta, y)),
+        (Backend::Cpu(_), Op::T) => on_cpu::<plan::SpmmT>(s, || cpu::spmm(op, kind, alpha, a, x, beta, y)),
+        (Backend::Cuda(_), Op::N) => {
+            let chosen = plan::choose_spmm_n(&profile.stats, y.cols, &s.ctx.device_info());
+            let alg = decide(forced, chosen, |_| true)?;
+            cuda::spmm_n(s, alg, profile, kind, alpha, a, x, beta, y)
+        }
+        (Backend::Cuda(_), Op::T) => {
+            let fits = |alg| alg != plan::SpmmT::Scatter || plan::can_scatter(a.dtype);
+            let alg = decide(forced, plan::choose_spmm_t(&profile.stats, a.dtype, kind), fits)?;
+            cuda::spmm_t(s, alg, kind, alpha, a, x, beta, y)
+        }
     }
 }
 
@@ -120,20 +140,23 @@ pub fn yw2y(
         out.expect_matrix("out", y.rows, a.nnz)?;
         y.rows
     };
-    let mut inputs = [&[("y", y)][..], &csr_weights(a)].concat();
     if let Some(bw) = batch_weights {
         if y.ndim == 1 {
             bw.expect_vector("weights", a.nnz)?;
         } else {
             bw.expect_matrix("weights", batches, a.nnz)?;
         }
-        inputs.push(("weights", bw));
+        disjoint(("out", out), &[("weights", bw)])?;
     }
-    disjoint(("out", out), &inputs)?;
+    disjoint(("out", out), &[("y", y)])?;
+    disjoint_from_weights(("out", out), a)?;
     a.expect_valid(s)?;
     match s.ctx.backend {
-        Backend::Cpu(_) => s.ctx.run(|| cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
-        Backend::Cuda(_) => cuda::yw2y(s, op, a, batch_weights, alpha, y, beta, out),
+        Backend::Cpu(_) => on_cpu::<plan::Yw2y>(s, || cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
+        Backend::Cuda(_) => {
+            let alg = decide(&s.ctx.forced, plan::choose_yw2y(op), |alg| alg == plan::choose_yw2y(op))?;
+            cuda::yw2y(s, alg, a, batch_weights, alpha, y, beta, out)
+        }
     }
 }
 
@@ -160,8 +183,16 @@ pub fn dense_mm(
     check_product_shapes(vector, (xa, x), in_len, (ca, c), out_len)?;
     disjoint((ca, c), &[(xa, x), ("W", w)])?;
     match s.ctx.backend {
-        Backend::Cpu(_) => s.ctx.run(|| cpu::dense_mm(op, kind, alpha, w, x, beta, c)),
-        Backend::Cuda(_) => cuda::dense_mm(s, op, kind, alpha, w, x, beta, c),
+        Backend::Cpu(_) => on_cpu::<plan::DenseMm>(s, || cpu::dense_mm(op, kind, alpha, w, x, beta, c)),
+        Backend::Cuda(_) => {
+            let fits = |alg| match alg {
+                plan::DenseMm::MvRowWarp => op == Op::N && c.cols == 1,
+                plan::DenseMm::MvColumnBlocks => op == Op::T && c.cols == 1,
+                plan::DenseMm::Tiled => true,
+            };
+            let alg = decide(&s.ctx.forced, plan::choose_dense_mm(op, c.cols), fits)?;
+            cuda::dense_mm(s, alg, op == Op::T, kind, alpha, w, x, beta, c)
+        }
     }
 }
 
@@ -185,8 +216,12 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &D
     disjoint(("the csr weights", weights), &[("spikes", spikes), ("trace", trace)])?;
     a.expect_valid(s)?;
     match s.ctx.backend {
-        Backend::Cpu(_) => s.ctx.run(|| cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
-        Backend::Cuda(_) => cuda::csr_plasticity(s, post, a, spikes, trace, lo, hi),
+        Backend::Cpu(_) => on_cpu::<plan::CsrPlasticity>(s, || cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
+        Backend::Cuda(_) => {
+            let rule = plan::choose_csr_plasticity(post);
+            let alg = decide(&s.ctx.forced, rule, |alg| alg == rule)?;
+            cuda::csr_plasticity(s, alg, a, spikes, trace, lo, hi)
+        }
     }
 }
 
@@ -207,8 +242,11 @@ pub fn dense_plasticity(
     check_bounds(lo, hi)?;
     disjoint(("W", w), &[("spikes", spikes), ("trace", trace)])?;
     match s.ctx.backend {
-        Backend::Cpu(_) => s.ctx.run(|| cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
-        Backend::Cuda(_) => cuda::dense_plasticity(s, post, w, spikes, trace, lo, hi),
+        Backend::Cpu(_) => on_cpu::<plan::DensePlasticity>(s, || cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
+        Backend::Cuda(_) => {
+            decide(&s.ctx.forced, plan::DensePlasticity::RowStride, |_| true)?;
+            cuda::dense_plasticity(s, post, w, spikes, trace, lo, hi)
+        }
     }
 }
 
@@ -225,8 +263,12 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
     disjoint(("C", c), &[("B", b), ("A's values", &a.values)])?;
     a.expect_valid(s)?;
     match s.ctx.backend {
-        Backend::Cpu(_) => s.ctx.run(|| cpu::bsrmm(alpha, a, b, beta, c)),
-        Backend::Cuda(_) => cuda::bsrmm(s, alpha, a, b, beta, c),
+        Backend::Cpu(_) => on_cpu::<plan::Bsrmm>(s, || cpu::bsrmm(alpha, a, b, beta, c)),
+        Backend::Cuda(_) => {
+            let call = plan::BsrmmCall { dtype, bm: a.bm, bk: a.bk, aligned: cuda::bsrmm_aligned(a, b) };
+            let alg = decide(&s.ctx.forced, plan::choose_bsrmm(&call), |alg| call.fits(alg))?;
+            cuda::bsrmm(s, alg, alpha, a, b, beta, c)
+        }
     }
 }
 
@@ -250,8 +292,11 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
     disjoint(("indices", indices), &[("spikes", spikes), ("count", count)])?;
     disjoint(("count", count), &[("spikes", spikes)])?;
     match s.ctx.backend {
-        Backend::Cpu(_) => s.ctx.run(|| cpu::compact(spikes, indices, count)),
-        Backend::Cuda(_) => cuda::compact(s, spikes, indices, count),
+        Backend::Cpu(_) => on_cpu::<plan::Compact>(s, || cpu::compact(spikes, indices, count)),
+        Backend::Cuda(_) => {
+            decide(&s.ctx.forced, plan::Compact::OneBlock, |_| true)?;
+            cuda::compact(s, spikes, indices, count)
+        }
     }
 }
 
@@ -282,7 +327,8 @@ pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &De
     }
 }
 
-/// Builds and caches the derived structures now, so later calls allocate nothing.
+/// Builds and caches the derived structures now (statistics, row classes, the CSC mirror), so
+/// later calls allocate nothing.
 pub fn analyse(s: &Stream, a: &Csr) -> Result<()> {
     same_context(s, &[("A", &a.ctx)])?;
     a.expect_valid(s)?;

@@ -2,11 +2,11 @@
 //! per-context device state (`Gpu`), device memory from a stream-ordered pool, streams, and
 //! the push/pop scope that keeps the caller's current context unchanged.
 
+use super::kernels::Kernels;
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUresult};
-use std::collections::HashMap;
-use std::ffi::{c_void, CStr, CString};
-use std::sync::{Arc, RwLock};
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
 
 /// The legacy default stream: work on it waits for (and is waited on by) every blocking stream
 /// of the context. Frees go there, so they wait for the work queued before them.
@@ -47,8 +47,8 @@ pub struct Function(pub sys::CUfunction);
 unsafe impl Send for Function {}
 unsafe impl Sync for Function {}
 
-/// One context's hold on a GPU: the retained primary context, the loaded kernel module, the
-/// memory pool, and the kernels looked up so far.
+/// One context's hold on a GPU: the retained primary context, the loaded kernel module with
+/// its kernel table, and the memory pool.
 pub struct Gpu {
     pub ordinal: i32,
     device: sys::CUdevice,
@@ -58,8 +58,10 @@ pub struct Gpu {
     /// A private non-blocking stream for setup-time allocations and copies, so that creating an
     /// array never waits for kernels other threads have queued.
     setup: sys::CUstream,
-    functions: RwLock<HashMap<String, Function>>,
+    pub kernels: Kernels,
     pub multiprocessors: u32,
+    /// Compute capability as major * 10 + minor (90 for Hopper).
+    pub compute_capability: u32,
 }
 
 // SAFETY: the driver's handles are usable from any thread once their context is current, which
@@ -109,8 +111,9 @@ impl Gpu {
                 module: std::ptr::null_mut(),
                 pool: std::ptr::null_mut(),
                 setup: std::ptr::null_mut(),
-                functions: RwLock::new(HashMap::new()),
+                kernels: Kernels::empty(),
                 multiprocessors: 1,
+                compute_capability: 0,
             };
             let _scope = Scope::enter(context)?;
             // cuModuleLoadData wants the image aligned like the fatbin header (8 bytes).
@@ -123,6 +126,7 @@ impl Gpu {
                     r,
                 ));
             }
+            gpu.kernels = Kernels::resolve(gpu.module)?;
             let mut props: sys::CUmemPoolProps = std::mem::zeroed();
             props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
             props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
@@ -133,6 +137,8 @@ impl Gpu {
             check(sys::cuStreamCreate(&mut gpu.setup, non_blocking), "context: creating the setup stream")?;
             gpu.multiprocessors =
                 gpu.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).max(1) as u32;
+            let (major, minor) = gpu.capability();
+            gpu.compute_capability = major * 10 + minor;
             Ok(Arc::new(gpu))
         }
     }
@@ -144,32 +150,22 @@ impl Gpu {
         v
     }
 
+    /// Compute capability (major, minor).
+    fn capability(&self) -> (u32, u32) {
+        use sys::CUdevice_attribute::*;
+        let major = self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+        (major.max(0) as u32, self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).max(0) as u32)
+    }
+
     /// "sm_90" style name of the device's architecture, for messages.
     fn arch(&self) -> String {
-        use sys::CUdevice_attribute::*;
-        format!(
-            "sm_{}{}",
-            self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
-            self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-        )
+        let (major, minor) = self.capability();
+        format!("sm_{major}{minor}")
     }
 
     /// Makes this GPU's context current until the scope ends.
     pub fn enter(&self) -> Result<Scope> {
         Scope::enter(self.context)
-    }
-
-    /// The kernel called `name`, looked up once.
-    pub fn function(&self, name: &str) -> Result<Function> {
-        if let Some(f) = self.functions.read().unwrap_or_else(|e| e.into_inner()).get(name) {
-            return Ok(*f);
-        }
-        let cname = CString::new(name).map_err(|_| Error::internal("kernel name contains NUL"))?;
-        let mut f = std::ptr::null_mut();
-        // SAFETY: the module is loaded; valid out-pointer and C string.
-        check(unsafe { sys::cuModuleGetFunction(&mut f, self.module, cname.as_ptr()) }, &format!("kernel {name}"))?;
-        self.functions.write().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), Function(f));
-        Ok(Function(f))
     }
 
     /// `bytes` of device memory from this context's pool, zero-filled, ready on every stream.
@@ -283,23 +279,34 @@ impl Drop for Gpu {
     }
 }
 
-/// The GPU's context pushed on this thread's stack; popped on drop, so the caller's current
-/// context is the same after every evsparse call.
-pub struct Scope(());
+/// The GPU's context made current on this thread until the scope ends: pushed (and popped
+/// on drop) unless it is current already, as it is for callers of the CUDA runtime, torch and
+/// cupy on that device. Either way the caller's current context is the same after every
+/// evsparse call.
+pub struct Scope {
+    pushed: bool,
+}
 
 impl Scope {
     fn enter(context: sys::CUcontext) -> Result<Scope> {
+        let mut current = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        if unsafe { sys::cuCtxGetCurrent(&mut current) } == CUresult::CUDA_SUCCESS && current == context {
+            return Ok(Scope { pushed: false });
+        }
         // SAFETY: a retained primary context.
         check(unsafe { sys::cuCtxPushCurrent_v2(context) }, "making the CUDA context current")?;
-        Ok(Scope(()))
+        Ok(Scope { pushed: true })
     }
 }
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        let mut popped = std::ptr::null_mut();
-        // SAFETY: pops what `enter` pushed.
-        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        if self.pushed {
+            let mut popped = std::ptr::null_mut();
+            // SAFETY: pops what `enter` pushed.
+            unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        }
     }
 }
 

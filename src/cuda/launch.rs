@@ -1,7 +1,9 @@
 //! Kernel arguments and launches. `Args` mirrors `struct Args` in kernels/common.cuh field for
 //! field (every field 8 bytes, so the layouts agree).
 
-use super::driver::{check, Gpu};
+use super::driver::{check, Function, Gpu};
+use super::kernels::Family;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -15,6 +17,10 @@ pub struct Args {
     pub colptr: u64,
     pub rowind: u64,
     pub perm: u64,
+    pub order: u64,
+    pub class_rows: [i64; 3],
+    pub chunks: u64,
+    pub n_chunks: i64,
     pub x: u64,
     pub ldx: i64,
     pub y: u64,
@@ -45,6 +51,10 @@ impl Default for Args {
             colptr: 0,
             rowind: 0,
             perm: 0,
+            order: 0,
+            class_rows: [0; 3],
+            chunks: 0,
+            n_chunks: 0,
             x: 0,
             ldx: 0,
             y: 0,
@@ -107,14 +117,18 @@ impl Grid {
 }
 
 impl Gpu {
-    /// Queues kernel `name` on `stream`; empty grids launch nothing.
-    pub(crate) fn launch(&self, stream: sys::CUstream, name: &str, grid: Grid, args: &Args) -> Result<()> {
+    /// The kernel of `family` for dtypes `a` and `b` (`None` where the family takes no dtype).
+    pub(crate) fn kernel(&self, family: Family, a: Option<DType>, b: Option<DType>) -> Result<Function> {
+        self.kernels.get(family, a, b)
+    }
+
+    /// Queues `function` on `stream`; empty grids launch nothing.
+    pub(crate) fn launch(&self, stream: sys::CUstream, function: Function, grid: Grid, args: &Args) -> Result<()> {
         if grid.is_empty() {
             return Ok(());
         }
-        let function = self.function(name)?;
         if grid.blocks.0 >= i32::MAX as u64 || grid.blocks.1 > MAX_GRID_Y {
-            return Err(Error::not_supported(format!("{name}: the problem is too large for one launch")));
+            return Err(Error::not_supported("the problem is too large for one kernel launch"));
         }
         let (blocks_x, blocks_y) = (grid.blocks.0 as u32, grid.blocks.1 as u32);
         let mut params = [args as *const Args as *mut c_void];
@@ -135,6 +149,6 @@ impl Gpu {
                 std::ptr::null_mut(),
             )
         };
-        check(r, &format!("launching {name}"))
+        check(r, "launching a kernel")
     }
 }

@@ -3,6 +3,7 @@
 //! and one launch sequence per operation.
 
 mod driver;
+mod kernels;
 mod launch;
 mod ops;
 

@@ -2,13 +2,15 @@
 //! by `core::ops`; nothing here allocates or waits on the host once a matrix is analysed.
 
 use super::driver::check;
-use super::launch::{Args, Grid, MAX_GRID_Y};
+use super::kernels::*;
+use super::launch::{Args, Grid, MAX_GRID_Y, THREADS};
 use super::parts;
 use crate::core::bsr::Bsr;
 use crate::core::context::Stream;
-use crate::core::csr::{Csr, Weights};
+use crate::core::csr::{Csr, Profile, Weights};
 use crate::core::dense::Dense;
-use crate::core::{InputKind, Op};
+use crate::core::plan::{can_scatter, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
+use crate::core::InputKind;
 use crate::dtype::DType;
 use crate::error::Result;
 use cudarc::driver::sys;
@@ -38,37 +40,106 @@ fn with_csc(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     Ok(Args { colptr: csc.colptr.addr(), rowind: csc.rowind.addr(), perm: csc.perm.addr(), ..args })
 }
 
-/// spmv (n = 1) and spmm. N gathers along CSR rows. T scatters with atomics in f32/f64 (only
-/// rows with live input do work); f16/bf16 gather along the CSC mirror to accumulate in f32.
-#[allow(clippy::too_many_arguments)]
-pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense) -> Result<()> {
-    let (gpu, stream) = parts(s)?;
-    let (t, input, n) = (a.dtype.name(), x.dtype.name(), y.cols);
-    let args = Args {
+/// The arguments of spmv (n = 1) and spmm.
+fn product_args(kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense) -> Args {
+    Args {
         x: x.buf.addr(),
         ldx: x.ld as i64,
         y: y.buf.addr(),
         ldy: y.ld as i64,
-        n: n as i64,
+        n: y.cols as i64,
         events: (kind == InputKind::Events) as i64,
         alpha,
         beta,
         ..csr_args(a)
-    };
-    let shape = if n == 1 { "spmv" } else { "spmm" };
-    // one warp per output row (spmv), or per row and 64 columns (gather) / 32 columns (scatter)
-    let grid = |rows: usize, per_warp: u64| match n {
-        1 => Grid::warps(rows as u64),
-        _ => Grid::warps_by_columns(rows as u64, n as u64, per_warp),
-    };
-    match op {
-        Op::N => gpu.launch(stream, &format!("{shape}_n_{t}_{input}"), grid(a.m, 64), &args),
-        Op::T if matches!(a.dtype, DType::F32 | DType::F64) => {
-            let out = Args { m: a.k as i64, ..args };
-            gpu.launch(stream, &format!("scale_{t}"), Grid::strided(gpu, (a.k * n) as u64), &out)?;
-            gpu.launch(stream, &format!("{shape}_scatter_{t}_{input}"), grid(a.m, 32), &args)
+    }
+}
+
+/// Blocks of 8 warps, one warp per item (and `WARP_COLS` columns when n > 1).
+fn warp_grid(items: usize, n: usize) -> Grid {
+    match n {
+        1 => Grid::warps(items as u64),
+        _ => Grid::warps_by_columns(items as u64, n as u64, WARP_COLS),
+    }
+}
+
+/// Columns of B and C one warp covers in the gather kernels (kernels/sparse.cu).
+const WARP_COLS: u64 = 64;
+
+
+/// spmv (n = 1) and spmm, N, with the algorithm the plan chose.
+#[allow(clippy::too_many_arguments)]
+pub fn spmm_n(
+    s: &Stream,
+    alg: SpmmN,
+    profile: &Profile,
+    kind: InputKind,
+    alpha: f64,
+    a: &Csr,
+    x: &Dense,
+    beta: f64,
+    y: &Dense,
+) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (t, input, n) = (Some(a.dtype), Some(x.dtype), y.cols);
+    let args = product_args(kind, alpha, a, x, beta, y);
+    let vector = n == 1;
+    match alg {
+        SpmmN::ThreadPerRow => {
+            let grid = Grid::new(((a.m as u64).div_ceil(THREADS as u64), 1), (THREADS, 1));
+            gpu.launch(stream, gpu.kernel(SPMM_N_THREAD, t, input)?, grid, &args)
         }
-        Op::T => gpu.launch(stream, &format!("{shape}_t_{t}_{input}"), grid(a.k, 64), &with_csc(s, a, args)?),
+        SpmmN::WarpPerRow => {
+            let family = if vector { SPMV_N_WARP } else { SPMM_N_WARP };
+            gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.m, n), &args)
+        }
+        SpmmN::LengthClasses => {
+            let [thread, warp, block] = profile.class_rows.map(|r| r as u64);
+            let warps = THREADS as u64 / 32;
+            let args = Args {
+                order: profile.class_order.addr(),
+                class_rows: profile.class_rows.map(|r| r as i64),
+                chunks: profile.long_chunks.addr(),
+                n_chunks: profile.n_chunks as i64,
+                ..args
+            };
+            let tiles = (n as u64).div_ceil(WARP_COLS);
+            // the block counts of each class, as kernels/sparse.cu lays them out
+            let (family, blocks) = if vector {
+                (SPMV_N_CLASSES, block + warp.div_ceil(warps) + thread.div_ceil(THREADS as u64))
+            } else if can_scatter(a.dtype) {
+                let scale = Grid::new(((n as u64).div_ceil(THREADS as u64), block), (THREADS, 1));
+                gpu.launch(stream, gpu.kernel(SCALE_LONG_ROWS, t, None)?, scale, &args)?;
+                (SPMM_N_CLASSES, profile.n_chunks as u64 + (thread + warp).div_ceil(warps))
+            } else {
+                (SPMM_N_CLASSES, block + (thread + warp).div_ceil(warps))
+            };
+            gpu.launch(stream, gpu.kernel(family, t, input)?, Grid::new((blocks, tiles), (THREADS, 1)), &args)
+        }
+    }
+}
+
+/// spmv (n = 1) and spmm, T, with the algorithm the plan chose.
+#[allow(clippy::too_many_arguments)]
+pub fn spmm_t(s: &Stream, alg: SpmmT, kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (t, input, n) = (Some(a.dtype), Some(x.dtype), y.cols);
+    let args = product_args(kind, alpha, a, x, beta, y);
+    let vector = n == 1;
+    match alg {
+        SpmmT::Scatter => {
+            let out = Args { m: a.k as i64, ..args };
+            gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, (a.k * n) as u64), &out)?;
+            let (family, grid) = match vector {
+                true => (SPMV_SCATTER, Grid::warps(a.m as u64)),
+                false => (SPMM_SCATTER, Grid::warps_by_columns(a.m as u64, n as u64, 32)),
+            };
+            gpu.launch(stream, gpu.kernel(family, t, input)?, grid, &args)
+        }
+        SpmmT::CscGather => {
+            let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
+            gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc(s, a, args)?)
+        }
     }
 }
 
@@ -76,7 +147,7 @@ pub fn spmm(s: &Stream, op: Op, kind: InputKind, alpha: f64, a: &Csr, x: &Dense,
 #[allow(clippy::too_many_arguments)]
 pub fn yw2y(
     s: &Stream,
-    op: Op,
+    alg: Yw2y,
     a: &Csr,
     bw: Option<&Dense>,
     alpha: f64,
@@ -98,18 +169,22 @@ pub fn yw2y(
         beta,
         ..csr_args(a)
     };
-    let t = a.dtype.name();
-    match op {
-        Op::N => gpu.launch(stream, &format!("yw2y_n_{t}"), Grid::warps((a.m * batches) as u64), &args),
-        Op::T => gpu.launch(stream, &format!("yw2y_t_{t}"), Grid::strided(gpu, (a.nnz * batches) as u64), &args),
+    let t = Some(a.dtype);
+    match alg {
+        Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * batches) as u64), &args),
+        Yw2y::EntryThread => {
+            gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, Grid::strided(gpu, (a.nnz * batches) as u64), &args)
+        }
     }
 }
 
-/// Dense event mv/mm: W in aux; m output rows, k input rows, n columns.
+/// Dense event mv/mm: W in aux (`transposed`: W is k x m); m output rows, k input rows, n
+/// columns.
 #[allow(clippy::too_many_arguments)]
 pub fn dense_mm(
     s: &Stream,
-    op: Op,
+    alg: DenseMm,
+    transposed: bool,
     kind: InputKind,
     alpha: f64,
     w: &Dense,
@@ -133,27 +208,38 @@ pub fn dense_mm(
         beta,
         ..Args::default()
     };
-    let (t, input, tr) = (w.dtype.name(), x.dtype.name(), if op == Op::N { "n" } else { "t" });
+    let (t, input) = (Some(w.dtype), Some(x.dtype));
     let (m, n) = (c.rows as u64, c.cols as u64);
-    let grid = match (c.cols, op) {
-        (1, Op::N) => Grid::warps(m),
-        (1, Op::T) => Grid::new((m.div_ceil(32), 1), (32, 8)),
-        _ => Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)),
+    let (family, grid) = match alg {
+        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::warps(m)),
+        DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
+        DenseMm::Tiled => {
+            let family = if transposed { DENSE_MM_T } else { DENSE_MM_N };
+            (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)))
+        }
     };
-    let shape = if c.cols == 1 { "mv" } else { "mm" };
-    gpu.launch(stream, &format!("dense_{shape}_{tr}_{t}_{input}"), grid, &args)
+    gpu.launch(stream, gpu.kernel(family, t, input)?, grid, &args)
 }
 
 /// CSR plasticity: pre walks the rows of active pre-neurons, post the CSC columns of active
 /// post-neurons.
-pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+pub fn csr_plasticity(
+    s: &Stream,
+    alg: CsrPlasticity,
+    a: &Csr,
+    spikes: &Dense,
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let args = Args { x: spikes.buf.addr(), aux: trace.buf.addr(), lo, hi, ..csr_args(a) };
-    let (t, e) = (a.dtype.name(), spikes.dtype.name());
-    if post {
-        gpu.launch(stream, &format!("csr_post_{t}_{e}"), Grid::warps(a.k as u64), &with_csc(s, a, args)?)
-    } else {
-        gpu.launch(stream, &format!("csr_pre_{t}_{e}"), Grid::warps(a.m as u64), &args)
+    let (t, e) = (Some(a.dtype), Some(spikes.dtype));
+    match alg {
+        CsrPlasticity::PostColumns => {
+            gpu.launch(stream, gpu.kernel(CSR_POST, t, e)?, Grid::warps(a.k as u64), &with_csc(s, a, args)?)
+        }
+        CsrPlasticity::PreRows => gpu.launch(stream, gpu.kernel(CSR_PRE, t, e)?, Grid::warps(a.m as u64), &args),
     }
 }
 
@@ -180,14 +266,18 @@ pub fn dense_plasticity(
         ..Args::default()
     };
     let grid = Grid::new(((w.cols as u64).div_ceil(256), (w.rows as u64).min(MAX_GRID_Y)), (256, 1));
-    let rule = if post { "post" } else { "pre" };
-    gpu.launch(stream, &format!("dense_{rule}_{}_{}", w.dtype.name(), spikes.dtype.name()), grid, &args)
+    let family = if post { DENSE_POST } else { DENSE_PRE };
+    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(spikes.dtype))?, grid, &args)
 }
 
-/// bsrmm: tensor cores (WMMA) for f16/bf16 when B's columns, row stride and both bases are
-/// aligned to 16 elements / 32 bytes (staged through shared memory for blocks of at least
-/// 64 x 32), else one thread per output element.
-pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
+/// Whether B and A's values are aligned for the WMMA paths: B's columns and row stride multiples
+/// of 16 elements, both bases on 32 bytes.
+pub fn bsrmm_aligned(a: &Bsr, b: &Dense) -> bool {
+    b.cols % 16 == 0 && b.ld % 16 == 0 && b.buf.addr() % 32 == 0 && a.values.buf.addr() % 32 == 0
+}
+
+/// bsrmm with the algorithm the plan chose (`core::plan::BsrmmCall` says which fit).
+pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let args = Args {
         indptr: a.indptr.addr(),
@@ -205,22 +295,15 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
         beta,
         ..Args::default()
     };
-    let (t, tc) = (a.values.dtype.name(), c.dtype.name());
+    let (t, tc) = (Some(a.values.dtype), Some(c.dtype));
     let (rows, n) = (a.rows() as u64, c.cols as u64);
-    let tensor_cores = matches!(a.values.dtype, DType::F16 | DType::BF16)
-        && n % 16 == 0
-        && b.ld % 16 == 0
-        && b.buf.addr() % 32 == 0
-        && a.values.buf.addr() % 32 == 0;
-    let (name, grid) = if tensor_cores && a.bm >= 64 && a.bk >= 32 {
+    let (family, grid) = match alg {
         // 64 x 128 tiles of C staged through shared memory, one 64-row strip of a block row each
-        ("tiled", Grid::new((n.div_ceil(128), rows / 64), (256, 1)))
-    } else if tensor_cores {
-        ("wmma", Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1)))
-    } else {
-        ("simt", Grid::new((n.div_ceil(64), rows.div_ceil(4)), (64, 4)))
+        Bsrmm::Tiled => (BSRMM_TILED, Grid::new((n.div_ceil(128), rows / 64), (256, 1))),
+        Bsrmm::Wmma => (BSRMM_WMMA, Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1))),
+        Bsrmm::Simt => (BSRMM_SIMT, Grid::new((n.div_ceil(64), rows.div_ceil(4)), (64, 4))),
     };
-    gpu.launch(stream, &format!("bsrmm_{name}_{t}_{tc}"), grid, &args)
+    gpu.launch(stream, gpu.kernel(family, t, tc)?, grid, &args)
 }
 
 /// Event compaction in one block; the count stays on the device.
@@ -233,7 +316,7 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
         out2: count.buf.addr(),
         ..Args::default()
     };
-    gpu.launch(stream, &format!("compact_{}", spikes.dtype.name()), Grid::new((1, 1), (1024, 1)), &args)
+    gpu.launch(stream, gpu.kernel(COMPACT, Some(spikes.dtype), None)?, Grid::new((1, 1), (1024, 1)), &args)
 }
 
 /// Copies the cached CSC mirror into the caller's arrays, narrowing to int32 where asked.
@@ -245,7 +328,7 @@ pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &De
             copy_device(gpu, stream, dst.buf.addr(), src, len * 8)
         } else {
             let args = Args { x: src, y: dst.buf.addr(), n: len as i64, ..Args::default() };
-            gpu.launch(stream, "narrow_i64_i32", Grid::strided(gpu, len as u64), &args)
+            gpu.launch(stream, gpu.kernel(NARROW_I64_I32, None, None)?, Grid::strided(gpu, len as u64), &args)
         }
     };
     copy_ints(colptr, csc.colptr.addr(), a.k + 1)?;
@@ -267,7 +350,7 @@ pub fn fill(s: &Stream, d: &Dense, value: f64) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let args =
         Args { y: d.buf.addr(), ldy: d.ld as i64, m: d.rows as i64, n: d.cols as i64, alpha: value, ..Args::default() };
-    gpu.launch(stream, &format!("fill_{}", d.dtype.name()), Grid::strided(gpu, d.numel() as u64), &args)
+    gpu.launch(stream, gpu.kernel(FILL, Some(d.dtype), None)?, Grid::strided(gpu, d.numel() as u64), &args)
 }
 
 /// Copies between packed host memory and a (possibly strided) device array, in stream order.

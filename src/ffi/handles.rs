@@ -11,7 +11,7 @@ use crate::core::csr::{Csr, CsrShape, Weights};
 use crate::core::dense::Dense;
 use crate::dtype::{evs_dtype, DType};
 use crate::error::{evs_status, Error, Result};
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
 /// A device (CPU or one GPU) with its loaded kernels and memory pool. Thread-safe.
@@ -155,6 +155,36 @@ pub unsafe extern "C" fn evs_context_device(
             ordinal.write(ctx.ordinal());
         }
         Ok(())
+    })
+}
+
+/// Forces kernel algorithms on a context, for tests, benchmarks and tuning. `spec` is a
+/// comma-separated list of `family:algorithm` items, e.g. `"spmm_n:length_classes,bsrmm:simt"`;
+/// `family:auto` gives a family back to its chooser, which otherwise picks per call from the
+/// matrix statistics cached at analysis, the call and the device. A call that a forced
+/// algorithm cannot run fails with `EVS_ERROR_NOT_SUPPORTED`. Every context starts with the
+/// spec in the environment variable `EVS_FORCE_ALGORITHM`, if set. An unknown family or
+/// algorithm is `EVS_ERROR_INVALID_VALUE` and changes nothing. Applies to CUDA contexts (a CPU
+/// context accepts and checks the spec, and runs its own loops). `evs_last_plan` tells what ran.
+///
+/// Families and algorithms:
+/// - `spmm_n` (spmv/spmm, `EVS_OP_N`): `thread_per_row`, `warp_per_row`, `length_classes`
+/// - `spmm_t` (spmv/spmm, `EVS_OP_T`): `scatter` (f32/f64), `csc_gather`
+/// - `yw2y`: `row_warp` (N), `entry_thread` (T)
+/// - `dense_mm` (dense mv/mm): `mv_row_warp` (N, one column), `mv_column_blocks` (T, one column), `tiled`
+/// - `csr_plasticity`: `pre_rows` (pre), `post_columns` (post)
+/// - `dense_plasticity`: `row_stride`
+/// - `bsrmm`: `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`
+/// - `compact`: `one_block`
+#[no_mangle]
+pub unsafe extern "C" fn evs_context_set_algorithm(ctx: *mut evs_context, spec: *const c_char) -> evs_status {
+    guard(|| {
+        let ctx = get("ctx", ctx)?;
+        non_null("spec", spec)?;
+        let spec = CStr::from_ptr(spec)
+            .to_str()
+            .map_err(|_| Error::value("algorithm: spec is not valid UTF-8"))?;
+        ctx.forced.apply(spec)
     })
 }
 

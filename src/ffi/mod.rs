@@ -85,6 +85,15 @@ pub extern "C" fn evs_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
+/// The algorithm the last operation on this thread ran, as "family:algorithm"
+/// ("spmm_n:length_classes"; "family:cpu" on a CPU context; see `evs_context_set_algorithm`
+/// for the names), recorded when the call is dispatched; "" before the first. A static
+/// string. Never NULL.
+#[no_mangle]
+pub extern "C" fn evs_last_plan() -> *const c_char {
+    crate::core::plan::last().as_ptr() as *const c_char
+}
+
 /// The library version as "MAJOR.MINOR.PATCH". Compare with `EVS_VERSION_MAJOR` etc. to
 /// detect a header/library mismatch. Never NULL.
 #[no_mangle]

@@ -1,0 +1,475 @@
+//! Plans: which kernel variant (algorithm) runs a call on the GPU.
+//!
+//! Every operation family has a small enum of algorithms named for what they do, and one pure
+//! chooser that picks one from the matrix statistics cached at analysis, the call (op, n,
+//! dtype, input kind) and the device. The thresholds a chooser uses live in one table per
+//! family, each with the measurement that set it (bench/NOTES.md has the runs).
+//!
+//! A context can force an algorithm per family (`evs_context_set_algorithm`, or the
+//! `EVS_FORCE_ALGORITHM` environment variable read when the context is created), for tests and
+//! benchmarks. A forced algorithm that cannot run a call fails it with
+//! `EVS_ERROR_NOT_SUPPORTED`. `evs_last_plan` names what the last call on a thread ran.
+
+use super::stats::CsrStats;
+use super::{InputKind, Op};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// What a family's algorithms have in common.
+pub trait Algorithm: Copy + PartialEq + std::fmt::Debug + 'static {
+    const FAMILY: Family;
+    /// Every algorithm of the family, in declaration order.
+    const ALL: &'static [Self];
+    /// "family:algorithm", as `evs_last_plan` reports it (NUL-terminated for the C API).
+    fn plan(self) -> &'static str;
+    fn position(self) -> usize {
+        Self::ALL.iter().position(|&a| a == self).expect("every algorithm is in ALL")
+    }
+}
+
+macro_rules! algorithms {
+    ($($(#[$fdoc:meta])* $family:ident = $fname:literal {
+        $($(#[$vdoc:meta])* $variant:ident = $vname:literal,)*
+    })*) => {
+        /// The operation families that have a plan.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Family { $($family),* }
+
+        /// Each family's name and its algorithms' names, in `Family` order.
+        pub const FAMILIES: &[(&str, &[&str])] = &[$(($fname, &[$($vname),*])),*];
+        /// "family:cpu", reported for calls that ran on a CPU context.
+        const CPU_PLANS: &[&str] = &[$(concat!($fname, ":cpu\0")),*];
+
+        $(
+            $(#[$fdoc])*
+            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            pub enum $family { $($(#[$vdoc])* $variant),* }
+
+            impl Algorithm for $family {
+                const FAMILY: Family = Family::$family;
+                const ALL: &'static [Self] = &[$($family::$variant),*];
+                fn plan(self) -> &'static str {
+                    match self { $($family::$variant => concat!($fname, ":", $vname, "\0")),* }
+                }
+            }
+        )*
+    };
+}
+
+algorithms! {
+    /// spmv / spmm with the matrix as stored.
+    SpmmN = "spmm_n" {
+        /// One thread per row (n = 1: the short rows of spiking networks and graphs).
+        ThreadPerRow = "thread_per_row",
+        /// One warp per row (and 64 columns of B), entries broadcast by shuffles.
+        WarpPerRow = "warp_per_row",
+        /// Rows binned by length at analysis: a thread (n = 1), a warp or a block per row,
+        /// long rows first, in one launch; with n > 1 and f32/f64, long rows spread over
+        /// blocks of `SPMM_N.long_row_chunk` entries that add into C with atomics.
+        LengthClasses = "length_classes",
+    }
+    /// spmv / spmm transposed.
+    SpmmT = "spmm_t" {
+        /// Rows with live input add into the output with atomics (f32/f64).
+        Scatter = "scatter",
+        /// One warp per output column, along the cached CSC mirror; no atomics.
+        CscGather = "csc_gather",
+    }
+    /// Per-synapse products.
+    Yw2y = "yw2y" {
+        /// N: one warp per row.
+        RowWarp = "row_warp",
+        /// T: one thread per stored entry.
+        EntryThread = "entry_thread",
+    }
+    /// Dense weights times events or floats.
+    DenseMm = "dense_mm" {
+        /// N with one column: one warp per output row.
+        MvRowWarp = "mv_row_warp",
+        /// T with one column: blocks over output columns, reducing over rows.
+        MvColumnBlocks = "mv_column_blocks",
+        /// Any shape: 64 x 64 output tiles staged through shared memory.
+        Tiled = "tiled",
+    }
+    /// Plasticity on CSR weights.
+    CsrPlasticity = "csr_plasticity" {
+        /// Pre: one warp per row of an active pre-neuron.
+        PreRows = "pre_rows",
+        /// Post: one warp per CSC column of an active post-neuron.
+        PostColumns = "post_columns",
+    }
+    /// Plasticity on dense weights.
+    DensePlasticity = "dense_plasticity" {
+        /// Blocks of 256 columns over a stride of rows.
+        RowStride = "row_stride",
+    }
+    /// Block-sparse times dense.
+    Bsrmm = "bsrmm" {
+        /// Tensor cores, 64 x 128 tiles of C staged through shared memory (f16/bf16, blocks of
+        /// at least 64 x 32, aligned operands).
+        Tiled = "tiled",
+        /// Tensor cores from global memory (f16/bf16, aligned operands).
+        Wmma = "wmma",
+        /// One thread per output element (any dtype and shape).
+        Simt = "simt",
+    }
+    /// Event compaction.
+    Compact = "compact" {
+        /// One block with warp ballots.
+        OneBlock = "one_block",
+    }
+}
+
+impl Family {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        FAMILIES[self.index()].0
+    }
+}
+
+// ---------------------------------------------------------------- the device
+
+/// What choosers know of the device.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceInfo {
+    pub multiprocessors: u32,
+    /// major * 10 + minor.
+    pub compute_capability: u32,
+}
+
+// ---------------------------------------------------------------- spmm N
+
+/// Thresholds of the spmm N chooser and of the row-length classes built at analysis.
+pub struct SpmmNTable {
+    /// Rows up to this length run one per thread in `LengthClasses` (n = 1).
+    pub thread_row_max: usize,
+    /// Rows of at least this length run one per block in `LengthClasses`.
+    pub block_row_min: usize,
+    /// n = 1 with no row longer than this: `ThreadPerRow`.
+    pub thread_per_row_max: usize,
+    /// Entries of a long row one block takes (n > 1, f32/f64); LONG_ROW_CHUNK in
+    /// kernels/sparse.cu.
+    pub long_row_chunk: usize,
+}
+
+/// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm N classes").
+pub const SPMM_N: SpmmNTable = SpmmNTable {
+    // a thread walking 8 entries costs about what a warp pays for one coalesced pass
+    thread_row_max: 8,
+    // a warp per row of 1024 entries x 64 columns takes about twice the mean work per warp of
+    // the skewed workload (100,000 rows, mean 50) on 132 SMs: longer rows set the kernel's tail
+    block_row_min: 1024,
+    thread_per_row_max: 8,
+    // a block shares its SM's load throughput with the other blocks there: one block took
+    // about 1 ms over the 20,000-entry rows of the skewed workload, where chunks of 512 spread
+    // a row over 40 SMs
+    long_row_chunk: 512,
+};
+
+/// The length class of a row under `SPMM_N`: 0 thread, 1 warp, 2 block.
+pub fn row_class(len: usize) -> usize {
+    if len <= SPMM_N.thread_row_max {
+        0
+    } else if len < SPMM_N.block_row_min {
+        1
+    } else {
+        2
+    }
+}
+
+/// spmv / spmm N.
+pub fn choose_spmm_n(stats: &CsrStats, n: usize, _dev: &DeviceInfo) -> SpmmN {
+    let rows = &stats.rows;
+    if rows.max >= SPMM_N.block_row_min {
+        SpmmN::LengthClasses
+    } else if n == 1 && rows.max <= SPMM_N.thread_per_row_max {
+        SpmmN::ThreadPerRow
+    } else {
+        SpmmN::WarpPerRow
+    }
+}
+
+// ---------------------------------------------------------------- the other families
+
+/// Thresholds of the spmm T chooser.
+pub struct SpmmTTable {
+    /// Float inputs scatter only while no row is longer than this: a scatter warp walks its
+    /// row alone, so long rows set the kernel's tail.
+    pub scatter_row_max: usize,
+}
+
+/// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm T"): float inputs,
+/// uniform rows of 200 entries: scatter 1.2x faster than csc_gather; rows of 1000: gather
+/// 1.08x faster; power-law rows up to 20,000: gather 4x faster. Events (spike propagation)
+/// scatter: only active rows cost more than a load (73 µs against 5.6 ms at 0.4% active).
+pub const SPMM_T: SpmmTTable = SpmmTTable { scatter_row_max: 512 };
+
+/// spmv / spmm T: f32/f64 scatter events and float inputs over short rows; other dtypes
+/// gather to accumulate in f32.
+pub fn choose_spmm_t(stats: &CsrStats, dtype: DType, kind: InputKind) -> SpmmT {
+    if can_scatter(dtype) && (kind == InputKind::Events || stats.rows.max <= SPMM_T.scatter_row_max) {
+        SpmmT::Scatter
+    } else {
+        SpmmT::CscGather
+    }
+}
+
+/// Atomic adds exist for the output dtype and keep the accumulator's precision.
+pub fn can_scatter(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F64)
+}
+
+pub fn choose_yw2y(op: Op) -> Yw2y {
+    match op {
+        Op::N => Yw2y::RowWarp,
+        Op::T => Yw2y::EntryThread,
+    }
+}
+
+pub fn choose_dense_mm(op: Op, n: usize) -> DenseMm {
+    match (op, n) {
+        (Op::N, 1) => DenseMm::MvRowWarp,
+        (Op::T, 1) => DenseMm::MvColumnBlocks,
+        _ => DenseMm::Tiled,
+    }
+}
+
+pub fn choose_csr_plasticity(post: bool) -> CsrPlasticity {
+    if post {
+        CsrPlasticity::PostColumns
+    } else {
+        CsrPlasticity::PreRows
+    }
+}
+
+/// The shapes bsrmm's tensor-core paths accept.
+#[derive(Clone, Copy, Debug)]
+pub struct BsrmmCall {
+    pub dtype: DType,
+    pub bm: usize,
+    pub bk: usize,
+    /// B's columns, its row stride and both base pointers are aligned for WMMA loads.
+    pub aligned: bool,
+}
+
+impl BsrmmCall {
+    fn tensor_cores(&self) -> bool {
+        matches!(self.dtype, DType::F16 | DType::BF16) && self.aligned
+    }
+
+    pub fn fits(&self, alg: Bsrmm) -> bool {
+        match alg {
+            Bsrmm::Tiled => self.tensor_cores() && self.bm >= 64 && self.bk >= 32,
+            Bsrmm::Wmma => self.tensor_cores(),
+            Bsrmm::Simt => true,
+        }
+    }
+}
+
+/// The fastest path that fits (measured in issue #3: tiled 59-103 TFLOP/s, wmma ~18).
+pub fn choose_bsrmm(call: &BsrmmCall) -> Bsrmm {
+    *Bsrmm::ALL.iter().find(|&&a| call.fits(a)).expect("simt fits every call")
+}
+
+// ---------------------------------------------------------------- forcing and reporting
+
+/// The algorithms a context forces, per family (0: the chooser decides).
+pub struct Forced([AtomicU8; FAMILIES.len()]);
+
+impl Default for Forced {
+    fn default() -> Self {
+        Forced(std::array::from_fn(|_| AtomicU8::new(0)))
+    }
+}
+
+impl Forced {
+    /// Applies a spec such as "spmm_n:length_classes,spmm_t:auto" ("auto" gives the family
+    /// back to its chooser). The whole spec is checked first: a rejected spec changes nothing.
+    pub fn apply(&self, spec: &str) -> Result<()> {
+        let parsed = parse(spec)?;
+        for (family, choice) in parsed {
+            self.0[family].store(choice, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The algorithm forced for `A`'s family, if any.
+    pub fn get<A: Algorithm>(&self) -> Option<A> {
+        match self.0[A::FAMILY.index()].load(Ordering::Relaxed) {
+            0 => None,
+            v => A::ALL.get(v as usize - 1).copied(),
+        }
+    }
+}
+
+/// (family index, 0 for auto or 1 + algorithm index) for each item of a spec.
+fn parse(spec: &str) -> Result<Vec<(usize, u8)>> {
+    let known = || {
+        FAMILIES
+            .iter()
+            .map(|(f, algs)| format!("{f}: {}", algs.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut out = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((family, alg)) = item.split_once(':') else {
+            return Err(Error::value(format!("algorithm: \"{item}\" is not of the form family:algorithm")));
+        };
+        let (family, alg) = (family.trim(), alg.trim());
+        let Some(f) = FAMILIES.iter().position(|(name, _)| *name == family) else {
+            return Err(Error::value(format!("algorithm: unknown family \"{family}\" (known: {})", known())));
+        };
+        let choice = if alg == "auto" {
+            0
+        } else {
+            match FAMILIES[f].1.iter().position(|a| *a == alg) {
+                Some(i) => i as u8 + 1,
+                None => {
+                    return Err(Error::value(format!(
+                        "algorithm: {family} has no algorithm \"{alg}\" (it has auto, {})",
+                        FAMILIES[f].1.join(", ")
+                    )))
+                }
+            }
+        };
+        out.push((f, choice));
+    }
+    Ok(out)
+}
+
+/// The chooser's pick, or the forced algorithm where it can run the call (`fits`); records
+/// the plan for `evs_last_plan`.
+pub fn decide<A: Algorithm>(forced: &Forced, chosen: A, fits: impl Fn(A) -> bool) -> Result<A> {
+    let alg = match forced.get::<A>() {
+        Some(f) if fits(f) => f,
+        Some(f) => {
+            return Err(Error::not_supported(format!(
+                "the forced algorithm {} cannot run this call (evs_context_set_algorithm / EVS_FORCE_ALGORITHM)",
+                plan_name(f.plan())
+            )))
+        }
+        None => chosen,
+    };
+    record(alg.plan());
+    Ok(alg)
+}
+
+/// Records that a call of `family` ran on the CPU backend.
+pub fn record_cpu(family: Family) {
+    record(CPU_PLANS[family.index()]);
+}
+
+thread_local! {
+    static LAST_PLAN: Cell<&'static str> = const { Cell::new("\0") };
+}
+
+fn record(plan: &'static str) {
+    LAST_PLAN.with(|p| p.set(plan));
+}
+
+/// The plan of the last operation on this thread, NUL-terminated ("\0" before any).
+pub fn last() -> &'static str {
+    LAST_PLAN.with(Cell::get)
+}
+
+/// A plan string without its terminating NUL.
+pub fn plan_name(plan: &'static str) -> &'static str {
+    plan.trim_end_matches('\0')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::stats::LengthStats;
+
+    const H100: DeviceInfo = DeviceInfo { multiprocessors: 132, compute_capability: 90 };
+
+    fn stats(lengths: &[usize]) -> CsrStats {
+        let rows = LengthStats::from_lengths(lengths.iter().copied());
+        CsrStats { nnz: lengths.iter().sum(), rows: rows.clone(), cols: rows }
+    }
+
+    #[test]
+    fn spmm_n_picks_by_row_lengths() {
+        let uniform = stats(&[200; 1000]);
+        assert_eq!(choose_spmm_n(&uniform, 128, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&uniform, 1, &H100), SpmmN::WarpPerRow);
+        let short = stats(&[3, 0, 8, 5]);
+        assert_eq!(choose_spmm_n(&short, 1, &H100), SpmmN::ThreadPerRow);
+        assert_eq!(choose_spmm_n(&short, 64, &H100), SpmmN::WarpPerRow);
+        let mut skewed = vec![50; 10_000];
+        skewed[7] = 20_000;
+        for n in [1, 64] {
+            assert_eq!(choose_spmm_n(&stats(&skewed), n, &H100), SpmmN::LengthClasses);
+        }
+    }
+
+    #[test]
+    fn row_classes_follow_the_table() {
+        assert_eq!(row_class(0), 0);
+        assert_eq!(row_class(SPMM_N.thread_row_max), 0);
+        assert_eq!(row_class(SPMM_N.thread_row_max + 1), 1);
+        assert_eq!(row_class(SPMM_N.block_row_min - 1), 1);
+        assert_eq!(row_class(SPMM_N.block_row_min), 2);
+    }
+
+    #[test]
+    fn other_families_choose_by_the_call() {
+        let (short, long) = (stats(&[200; 10]), stats(&[200, 5000, 3]));
+        assert_eq!(choose_spmm_t(&short, DType::F32, InputKind::Float), SpmmT::Scatter);
+        assert_eq!(choose_spmm_t(&long, DType::F32, InputKind::Float), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&long, DType::F64, InputKind::Events), SpmmT::Scatter);
+        assert_eq!(choose_spmm_t(&short, DType::BF16, InputKind::Events), SpmmT::CscGather);
+        assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
+        assert_eq!(choose_dense_mm(Op::T, 1), DenseMm::MvColumnBlocks);
+        assert_eq!(choose_dense_mm(Op::N, 7), DenseMm::Tiled);
+        assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);
+        let call = |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned };
+        assert_eq!(choose_bsrmm(&call(DType::BF16, 64, 64, true)), Bsrmm::Tiled);
+        assert_eq!(choose_bsrmm(&call(DType::F16, 16, 16, true)), Bsrmm::Wmma);
+        assert_eq!(choose_bsrmm(&call(DType::F16, 64, 64, false)), Bsrmm::Simt);
+        assert_eq!(choose_bsrmm(&call(DType::F32, 64, 64, true)), Bsrmm::Simt);
+    }
+
+    #[test]
+    fn forcing_parses_checks_and_reports() {
+        let forced = Forced::default();
+        assert_eq!(forced.get::<SpmmN>(), None);
+        forced.apply("spmm_n:thread_per_row, bsrmm:simt").unwrap();
+        assert_eq!(forced.get::<SpmmN>(), Some(SpmmN::ThreadPerRow));
+        assert_eq!(forced.get::<Bsrmm>(), Some(Bsrmm::Simt));
+        let alg = decide(&forced, SpmmN::WarpPerRow, |_| true).unwrap();
+        assert_eq!((alg, plan_name(last())), (SpmmN::ThreadPerRow, "spmm_n:thread_per_row"));
+        assert!(last().ends_with('\0'));
+        let err = decide(&forced, Bsrmm::Tiled, |a| a != Bsrmm::Simt).unwrap_err();
+        assert_eq!(err.status, crate::error::EVS_ERROR_NOT_SUPPORTED);
+        // a bad item rejects the whole spec
+        for bad in ["spmm_n", "nope:x", "spmm_n:nope", "spmm_n:auto,bsrmm:fast"] {
+            assert!(forced.apply(bad).is_err(), "{bad}");
+        }
+        assert_eq!(forced.get::<SpmmN>(), Some(SpmmN::ThreadPerRow));
+        forced.apply("spmm_n:auto").unwrap();
+        assert_eq!(forced.get::<SpmmN>(), None);
+        assert_eq!(decide(&forced, SpmmN::WarpPerRow, |_| true).unwrap(), SpmmN::WarpPerRow);
+        record_cpu(Family::Bsrmm);
+        assert_eq!(plan_name(last()), "bsrmm:cpu");
+    }
+
+    #[test]
+    fn every_algorithm_has_a_unique_plan_name() {
+        let mut seen = std::collections::HashSet::new();
+        for (family, algs) in FAMILIES {
+            for alg in *algs {
+                assert!(seen.insert(format!("{family}:{alg}")));
+            }
+        }
+        assert_eq!(SpmmN::LengthClasses.plan(), "spmm_n:length_classes\0");
+        assert_eq!(SpmmN::LengthClasses.position(), 2);
+    }
+}

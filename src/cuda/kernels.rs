@@ -1,0 +1,143 @@
+//! The kernel table: every kernel of kernels/*.cu resolved to a function handle once, when a
+//! context loads the module, so that a launch is an array index (no name formatting, no map).
+//!
+//! Kernels are instantiated under `<family>`, `<family>_<a>` or `<family>_<a>_<b>`, where `a`
+//! and `b` are dtype names of the C API (kernels/common.cuh). A slot of the table is
+//! (family, a, b), with "no dtype" as its own value; combinations a family does not
+//! instantiate stay empty.
+
+use super::driver::{check, Function};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use std::ffi::CString;
+
+/// A family of kernels: the name prefix its instantiations share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family(usize);
+
+macro_rules! families {
+    ($($id:ident = $name:literal,)*) => {
+        /// Name prefix of each family, indexed by `Family`.
+        const NAMES: &[&str] = &[$($name),*];
+        families!(@consts 0usize, $($id,)*);
+    };
+    (@consts $n:expr, $id:ident, $($rest:ident,)*) => {
+        pub const $id: Family = Family($n);
+        families!(@consts $n + 1usize, $($rest,)*);
+    };
+    (@consts $n:expr,) => {};
+}
+
+families! {
+    SPMV_N_WARP = "spmv_n",
+    SPMM_N_WARP = "spmm_n",
+    SPMM_N_THREAD = "spmm_n_thread",
+    SPMM_N_CLASSES = "spmm_n_classes",
+    SPMV_N_CLASSES = "spmv_n_classes",
+    SPMV_T_GATHER = "spmv_t",
+    SPMM_T_GATHER = "spmm_t",
+    SPMV_SCATTER = "spmv_scatter",
+    SPMM_SCATTER = "spmm_scatter",
+    SCALE = "scale",
+    SCALE_LONG_ROWS = "scale_long_rows",
+    YW2Y_N = "yw2y_n",
+    YW2Y_T = "yw2y_t",
+    DENSE_MV_N = "dense_mv_n",
+    DENSE_MV_T = "dense_mv_t",
+    DENSE_MM_N = "dense_mm_n",
+    DENSE_MM_T = "dense_mm_t",
+    CSR_PRE = "csr_pre",
+    CSR_POST = "csr_post",
+    DENSE_PRE = "dense_pre",
+    DENSE_POST = "dense_post",
+    BSRMM_TILED = "bsrmm_tiled",
+    BSRMM_WMMA = "bsrmm_wmma",
+    BSRMM_SIMT = "bsrmm_simt",
+    COMPACT = "compact",
+    FILL = "fill",
+    NARROW_I64_I32 = "narrow_i64_i32",
+}
+
+/// Slot values of a dtype position: 0 is "no dtype", then the dtypes in C enum order.
+const SLOTS: usize = 8;
+const DTYPES: [DType; 7] = [DType::F16, DType::BF16, DType::F32, DType::F64, DType::Bool, DType::I32, DType::I64];
+
+fn slot(d: Option<DType>) -> usize {
+    d.map_or(0, |d| d.raw() as usize)
+}
+
+fn index(family: Family, a: Option<DType>, b: Option<DType>) -> usize {
+    (family.0 * SLOTS + slot(a)) * SLOTS + slot(b)
+}
+
+/// The kernel name of a slot, for messages and for resolving the table.
+fn name(family: Family, a: Option<DType>, b: Option<DType>) -> String {
+    [Some(NAMES[family.0]), a.map(DType::name), b.map(DType::name)].into_iter().flatten().collect::<Vec<_>>().join("_")
+}
+
+/// Every kernel of a loaded module, by (family, dtype, dtype).
+pub struct Kernels(Vec<Option<Function>>);
+
+impl Kernels {
+    /// A table with no kernels, before the module is loaded.
+    pub fn empty() -> Kernels {
+        Kernels(Vec::new())
+    }
+
+    /// Looks up every name the families could have in `module`.
+    ///
+    /// # Safety
+    /// `module` must be a loaded module whose context is current.
+    pub unsafe fn resolve(module: sys::CUmodule) -> Result<Kernels> {
+        let choices: Vec<Option<DType>> = std::iter::once(None).chain(DTYPES.map(Some)).collect();
+        let mut table = vec![None; NAMES.len() * SLOTS * SLOTS];
+        for family in (0..NAMES.len()).map(Family) {
+            for &a in &choices {
+                for &b in choices.iter().filter(|b| a.is_some() || b.is_none()) {
+                    let cname = CString::new(name(family, a, b)).expect("kernel names have no NUL");
+                    let mut f = std::ptr::null_mut();
+                    match sys::cuModuleGetFunction(&mut f, module, cname.as_ptr()) {
+                        sys::CUresult::CUDA_SUCCESS => table[index(family, a, b)] = Some(Function(f)),
+                        sys::CUresult::CUDA_ERROR_NOT_FOUND => {}
+                        r => check(r, &format!("resolving kernel {}", name(family, a, b)))?,
+                    }
+                }
+            }
+        }
+        Ok(Kernels(table))
+    }
+
+    /// The kernel of `family` instantiated for dtypes `a` and `b` (`None`: not a parameter).
+    pub fn get(&self, family: Family, a: Option<DType>, b: Option<DType>) -> Result<Function> {
+        self.0
+            .get(index(family, a, b))
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::internal(format!("kernel {} is not in the module", name(family, a, b))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_instantiation_scheme() {
+        assert_eq!(name(SPMM_N_WARP, Some(DType::F32), Some(DType::Bool)), "spmm_n_f32_bool");
+        assert_eq!(name(SCALE, Some(DType::BF16), None), "scale_bf16");
+        assert_eq!(name(NARROW_I64_I32, None, None), "narrow_i64_i32");
+    }
+
+    #[test]
+    fn slots_are_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for f in (0..NAMES.len()).map(Family) {
+            for a in std::iter::once(None).chain(DTYPES.map(Some)) {
+                for b in std::iter::once(None).chain(DTYPES.map(Some)) {
+                    assert!(seen.insert(index(f, a, b)));
+                }
+            }
+        }
+    }
+}
