@@ -18,24 +18,76 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Makes device 0's primary context current through the driver (what the CUDA runtime does on
- * its first call), loading libcuda at run time so that this probe builds without CUDA. */
-static int make_primary_context_current(void) {
-    void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!cuda) return 0;
+/* The driver entry points the probe uses, loaded at run time so that it builds without CUDA. */
+static struct {
     int (*init)(unsigned);
     int (*device_get)(int *, int);
     int (*retain)(void **, int);
     int (*set_current)(void *);
+    int (*load)(void **, const void *);
+    int (*function)(void **, void *, const char *);
+    int (*stream_create)(void **, unsigned);
+    int (*synchronize)(void *);
+    int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
+                  void **);
+} cu;
+
+static int load_driver(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) return 0;
     /* POSIX's way to take a function from dlsym without an object-to-function pointer cast */
-    *(void **)&init = dlsym(cuda, "cuInit");
-    *(void **)&device_get = dlsym(cuda, "cuDeviceGet");
-    *(void **)&retain = dlsym(cuda, "cuDevicePrimaryCtxRetain");
-    *(void **)&set_current = dlsym(cuda, "cuCtxSetCurrent");
+    *(void **)&cu.init = dlsym(lib, "cuInit");
+    *(void **)&cu.device_get = dlsym(lib, "cuDeviceGet");
+    *(void **)&cu.retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+    *(void **)&cu.set_current = dlsym(lib, "cuCtxSetCurrent");
+    *(void **)&cu.load = dlsym(lib, "cuModuleLoadData");
+    *(void **)&cu.function = dlsym(lib, "cuModuleGetFunction");
+    *(void **)&cu.stream_create = dlsym(lib, "cuStreamCreate");
+    *(void **)&cu.synchronize = dlsym(lib, "cuStreamSynchronize");
+    *(void **)&cu.launch = dlsym(lib, "cuLaunchKernel");
+    return cu.init && cu.device_get && cu.retain && cu.set_current && cu.load && cu.function && cu.stream_create &&
+           cu.synchronize && cu.launch;
+}
+
+/* Makes device 0's primary context current (what the CUDA runtime does on its first call). */
+static int make_primary_context_current(void) {
     int device;
     void *context;
-    return init && device_get && retain && set_current && init(0) == 0 && device_get(&device, 0) == 0 &&
-           retain(&context, device) == 0 && set_current(context) == 0;
+    return cu.init(0) == 0 && cu.device_get(&device, 0) == 0 && cu.retain(&context, device) == 0 &&
+           cu.set_current(context) == 0;
+}
+
+/* The floor under any library's launch: cuLaunchKernel of an empty kernel whose parameter block
+ * has the size of evsparse's (ARGS_BYTES), straight from C, timed the same way. */
+enum { ARGS_BYTES = 248 };
+static const char EMPTY_PTX[] =
+    ".version 8.0\n.target sm_80\n.address_size 64\n"
+    ".visible .entry empty(.param .align 8 .b8 args[248]) { ret; }\n"
+    ".visible .entry empty_small(.param .u64 arg) { ret; }\n";
+
+enum { BLOCKING = 0, NON_BLOCKING = 1 }; /* cuStreamCreate flags */
+
+static void measure_driver_floor(const char *kernel, int bytes, unsigned stream_flags) {
+    void *module, *function, *stream;
+    if (cu.load(&module, EMPTY_PTX) != 0 || cu.function(&function, module, kernel) != 0 ||
+        cu.stream_create(&stream, stream_flags) != 0) {
+        printf("driver floor: could not load the empty kernel\n");
+        return;
+    }
+    static double args[ARGS_BYTES / 8];
+    void *params[] = {args};
+    double per_call[BURSTS];
+    for (int b = 0; b < BURSTS; b++) {
+        double t0 = now_s();
+        for (int i = 0; i < BURST; i++) cu.launch(function, 1, 1, 1, 256, 1, 1, 0, stream, params, NULL);
+        per_call[b] = (now_s() - t0) / BURST;
+        cu.synchronize(stream);
+    }
+    qsort(per_call, BURSTS, sizeof *per_call, by_value);
+    printf("driver floor: %.2f us per cuLaunchKernel of an empty kernel with a %d-byte parameter block on a %s "
+           "stream, from C (median of %d bursts of %d)\n",
+           per_call[BURSTS / 2] * 1e6, bytes, stream_flags == NON_BLOCKING ? "non-blocking" : "blocking", BURSTS,
+           BURST);
 }
 
 static void measure(const char *how, evs_stream *st, evs_csr *a, evs_dense *x, evs_dense *y) {
@@ -75,10 +127,20 @@ int main(void) {
     EVS(evs_dense_create_vector(ctx, EVS_DTYPE_F32, N, &y));
     EVS(evs_dense_fill(st, x, 1.0));
     measure("no CUDA context current", st, a, x, y);
-    if (make_primary_context_current())
+    if (load_driver() && make_primary_context_current()) {
         measure("the primary context current (as under the CUDA runtime)", st, a, x, y);
-    else
+        void *native;
+        evs_stream *wrapped;
+        if (cu.stream_create(&native, NON_BLOCKING) == 0 && evs_stream_wrap(ctx, native, &wrapped) == EVS_SUCCESS) {
+            measure("the primary context current, on a wrapped non-blocking stream", wrapped, a, x, y);
+            EVS(evs_stream_destroy(wrapped));
+        }
+        measure_driver_floor("empty", ARGS_BYTES, BLOCKING);
+        measure_driver_floor("empty_small", 8, BLOCKING);
+        measure_driver_floor("empty", ARGS_BYTES, NON_BLOCKING);
+    } else {
         printf("host overhead: could not make the primary context current through libcuda\n");
+    }
     evs_dense_destroy(x);
     evs_dense_destroy(y);
     evs_csr_destroy(a);

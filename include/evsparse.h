@@ -36,17 +36,6 @@
 #define EVS_VERSION_PATCH 0
 
 /**
- * Buckets of the length histogram: bucket 0 counts empty lines, bucket b > 0 lines of length
- * in [2^(b-1), 2^b).
- */
-#define BUCKETS 34
-
-/**
- * Thresholds of the spmm N chooser and of the row-length classes built at analysis.
- */
-typedef struct SpmmNTable SpmmNTable;
-
-/**
  * A block-sparse (BSR) matrix.
  */
 typedef struct evs_bsr evs_bsr;
@@ -131,8 +120,6 @@ typedef int32_t evs_input_kind;
  * CUDA device with the given ordinal.
  */
 #define EVS_DEVICE_CUDA 2
-
-
 
 /**
  * IEEE 754 binary16.

@@ -22,7 +22,7 @@ struct Args {
     const int64_t* perm;    // CSC mirror: CSR position of each entry
     const int* order;       // rows ordered by length class (thread, warp, block)
     int64_t class_rows[3];  // rows in each length class
-    const int64_t* chunks;  // (row, first entry) of each chunk of the long rows
+    const int64_t* chunks;  // (row, begin, end) of each chunk of the long rows
     int64_t n_chunks;
     const void* x;          // input (vector = one column)
     int64_t ldx;
@@ -60,11 +60,37 @@ __device__ __forceinline__ bool active(u8 v) { return v != 0; }
 template <class E> __device__ __forceinline__ bool active(E v) { return to_f(v) > 0.0f; }
 __device__ __forceinline__ bool active(double v) { return v > 0.0; }
 
-// One input element in accumulator precision: the value, or 1/0 for events.
-template <class A, class In> __device__ __forceinline__ A input(const In* x, int64_t i, bool events) {
-    In v = x[i];
+// An input value in accumulator precision: the value, or 1/0 for events.
+template <class A, class In> __device__ __forceinline__ A value(In v, bool events) {
     if (events) return active(v) ? A(1) : A(0);
     return A(to_f(v));
+}
+
+// One input element in accumulator precision.
+template <class A, class In> __device__ __forceinline__ A input(const In* x, int64_t i, bool events) {
+    return value<A>(x[i], events);
+}
+
+// Two adjacent elements, loaded with one vector load.
+template <class In> struct alignas(2 * sizeof(In)) Pair { In v[2]; };
+
+// Whether every row of a matrix at x with row stride ld starts on a Pair boundary.
+template <class In> __device__ __forceinline__ bool pairs_aligned(const void* x, int64_t ld) {
+    return (uintptr_t)x % sizeof(Pair<In>) == 0 && ld % 2 == 0;
+}
+
+// Inputs c and c + 1 of row x (zero past column n), with one vector load when `paired` (both
+// exist and the row is aligned for it).
+template <class A, class In>
+__device__ __forceinline__ void input_pair(const In* x, int64_t c, int64_t n, bool paired, bool events, A& v0, A& v1) {
+    if (paired) {
+        const Pair<In> p = *(const Pair<In>*)(x + c);
+        v0 = value<A>(p.v[0], events);
+        v1 = value<A>(p.v[1], events);
+    } else {
+        v0 = c < n ? input<A>(x, c, events) : A(0);
+        v1 = c + 1 < n ? input<A>(x, c + 1, events) : A(0);
+    }
 }
 
 // The CSR row range [begin, end) of row i.

@@ -29,13 +29,10 @@ struct CscWalk {
 
 // ---------------------------------------------------------------- shapes
 // Launch shapes shared with src/cuda/ops.rs: 256-thread blocks of 8 warps; a warp covers 64
-// columns of B and C (lane l owns columns l and l + 32, so loads and stores coalesce).
+// columns of B and C (lane l owns columns 2l and 2l + 1, so loads and stores coalesce).
 #define BLOCK_THREADS 256
 #define BLOCK_WARPS 8
 #define WARP_COLS 64
-// Entries of a long row one block takes in length_classes (f32/f64), so that a long row
-// spreads over many SMs: the block-level L1/LSU throughput, not latency, bounds a gather.
-#define LONG_ROW_CHUNK 512
 
 // One warp, one output element (n = 1): lanes stride over the entries, then a warp sum.
 template <class T, class In, class Walk> __device__ void warp_mv(const Args& a, int64_t i) {
@@ -63,15 +60,16 @@ template <class T, class In> __device__ void thread_row(const Args& a, int64_t i
     }
 }
 
-// A warp's share of entries [begin, end) over 64 columns (c0 = this lane's first): groups of
-// 32 entries, group `first` and then every `stride`-th. The lanes fetch a group's sources and
-// weights (one each, coalesced) and broadcast them by shuffles. (Unrolling the entry loop by 4
-// or 8 measured no faster on the H100, see bench/NOTES.md.)
+// A warp's share of entries [begin, end) over 64 columns: lane l owns columns c0 = tile + 2l
+// and c0 + 1, read with one vector load where B's rows are aligned for it (`paired`). Groups
+// of 32 entries, group `first` and then every `stride`-th: the lanes fetch a group's sources
+// and weights (one each, coalesced) and broadcast them by shuffles. (Unrolling the entry loop
+// by 4 or 8 measured no faster on the H100, see bench/NOTES.md.)
 template <class T, class In, class Walk, class A>
 __device__ void warp_columns(const Args& a, int64_t begin, int64_t end, int first, int stride, int64_t c0, A& acc0,
                              A& acc1) {
     const int lane = lane_id();
-    const int64_t c1 = c0 + 32;
+    const bool paired = pairs_aligned<In>(a.x, a.ldx) && c0 + 1 < a.n;
     for (int64_t base = begin + (int64_t)first * 32; base < end; base += (int64_t)stride * 32) {
         int64_t src = 0;
         A w = 0;
@@ -83,14 +81,10 @@ __device__ void warp_columns(const Args& a, int64_t begin, int64_t end, int firs
         for (int e = 0; e < count; e++) {
             const In* x = (const In*)a.x + __shfl_sync(0xffffffffu, src, e) * a.ldx;
             const A we = __shfl_sync(0xffffffffu, w, e);
-            if (c0 < a.n) {
-                A v = input<A>(x, c0, a.events);
-                if (v != A(0)) acc0 += we * v;
-            }
-            if (c1 < a.n) {
-                A v = input<A>(x, c1, a.events);
-                if (v != A(0)) acc1 += we * v;
-            }
+            A v0, v1;
+            input_pair<A>(x, c0, a.n, paired, a.events, v0, v1);
+            if (v0 != A(0)) acc0 += we * v0;
+            if (v1 != A(0)) acc1 += we * v1;
         }
     }
 }
@@ -98,11 +92,11 @@ __device__ void warp_columns(const Args& a, int64_t begin, int64_t end, int firs
 // One warp per (output row, 64 columns).
 template <class T, class In, class Walk> __device__ void warp_mm(const Args& a, int64_t i) {
     typedef typename AccOf<T>::type A;
-    const int64_t c0 = (int64_t)blockIdx.y * WARP_COLS + lane_id(), c1 = c0 + 32;
+    const int64_t c0 = (int64_t)blockIdx.y * WARP_COLS + 2 * lane_id();
     A acc0 = 0, acc1 = 0;
     warp_columns<T, In, Walk>(a, Walk::begin(a, i), Walk::end(a, i), 0, 1, c0, acc0, acc1);
     if (c0 < a.n) blend((T*)a.y + i * a.ldy + c0, acc0, a);
-    if (c1 < a.n) blend((T*)a.y + i * a.ldy + c1, acc1, a);
+    if (c0 + 1 < a.n) blend((T*)a.y + i * a.ldy + c0 + 1, acc1, a);
 }
 
 // One block per long row (n = 1): the block's threads stride over the entries; warp sums, then
@@ -130,9 +124,10 @@ template <class T, class In, class A> __device__ A block_columns(const Args& a, 
     __shared__ A part[BLOCK_WARPS][WARP_COLS];
     const int warp = threadIdx.x / 32, lane = lane_id();
     A acc0 = 0, acc1 = 0;
-    warp_columns<T, In, CsrWalk>(a, begin, end, warp, BLOCK_WARPS, (int64_t)blockIdx.y * WARP_COLS + lane, acc0, acc1);
-    part[warp][lane] = acc0;
-    part[warp][lane + 32] = acc1;
+    const int64_t c0 = (int64_t)blockIdx.y * WARP_COLS + 2 * lane;
+    warp_columns<T, In, CsrWalk>(a, begin, end, warp, BLOCK_WARPS, c0, acc0, acc1);
+    part[warp][2 * lane] = acc0;
+    part[warp][2 * lane + 1] = acc1;
     __syncthreads();
     A sum = 0;
     if (threadIdx.x < WARP_COLS)
@@ -148,12 +143,15 @@ template <class T, class In> __device__ void block_mm(const Args& a, int64_t i) 
     if (threadIdx.x < WARP_COLS && c < a.n) blend((T*)a.y + i * a.ldy + c, sum, a);
 }
 
-// One block per (LONG_ROW_CHUNK entries of a long row, 64 columns), adding alpha * its sum
-// into C with atomics; C's long rows were scaled by beta first (scale_long_rows).
+// One block per (chunk of a long row, 64 columns), adding alpha * its sum into C with atomics;
+// C's long rows were scaled by beta first (scale_long_rows). A chunk is (row, begin, end) in
+// a.chunks, cut at analysis so that a long row spreads over many SMs (an SM's load
+// throughput, shared by its blocks, bounds a block's gather).
 template <class T, class In> __device__ void chunk_mm(const Args& a, int64_t chunk) {
     typedef typename AccOf<T>::type A;
-    const int64_t i = a.chunks[2 * chunk], begin = a.chunks[2 * chunk + 1];
-    const A sum = block_columns<T, In, A>(a, begin, min(begin + LONG_ROW_CHUNK, row_start(a, i + 1)));
+    const int64_t* piece = a.chunks + 3 * chunk;
+    const int64_t i = piece[0];
+    const A sum = block_columns<T, In, A>(a, piece[1], piece[2]);
     const int64_t c = (int64_t)blockIdx.y * WARP_COLS + threadIdx.x;
     if (threadIdx.x < WARP_COLS && c < a.n) atomicAdd((T*)a.y + i * a.ldy + c, A(a.alpha) * sum);
 }
@@ -188,8 +186,8 @@ template <class T, class In> __device__ void spmm_n_thread(const Args& a) {
 // length_classes: rows binned by length at analysis, listed in a.order as [thread class |
 // warp class | block class] with a.class_rows[] rows each. The first blocks take the long
 // rows, so the longest work starts first: n = 1, a block per row; n > 1, a block per row for
-// f16/bf16 and a block per LONG_ROW_CHUNK entries for f32/f64 (a.chunks, a.n_chunks; added
-// with atomics). The next blocks take the warp class, eight rows per block, and n = 1 the
+// f16/bf16 and a block per chunk of a row for f32/f64 (a.chunks, a.n_chunks; added with
+// atomics). The next blocks take the warp class, eight rows per block, and n = 1 the
 // thread class last, 256 rows per block; n > 1 runs the thread class with the warp class.
 template <class T, class In> __device__ void spmv_n_classes(const Args& a) {
     const int64_t n_thread = a.class_rows[0], n_warp = a.class_rows[1], n_block = a.class_rows[2];
@@ -268,10 +266,10 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 #define KERNEL(name, body) extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) name(Args a) { body(a); }
 #define GATHER(T, TN, In, InN)                                         \
     KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
-    KERNEL(spmm_n_##TN##_##InN, (spmm_n_warp<T, In>))                  \
+    KERNEL(spmm_n_##TN##_##InN, (spmm_n_warp<T, In>))           \
     KERNEL(spmm_n_thread_##TN##_##InN, (spmm_n_thread<T, In>))         \
     KERNEL(spmv_n_classes_##TN##_##InN, (spmv_n_classes<T, In>))       \
-    KERNEL(spmm_n_classes_##TN##_##InN, (spmm_n_classes<T, In>))       \
+    KERNEL(spmm_n_classes_##TN##_##InN, (spmm_n_classes<T, In>)) \
     KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))                \
     KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)

@@ -291,7 +291,8 @@ fn yw2y_cases(p: &mut Pair) {
                 let what = format!("yw2y {op:?} batches={batches}");
                 let bw_dev = bw.as_ref().map(|b| &b.dev);
                 if p.ran(&what, ops::yw2y(&p.dev.1, op, &dev_a, bw_dev, alpha, &y.dev, beta, &out.dev)) {
-                    ops::yw2y(&p.cpu.1, op, &cpu_a, bw.as_ref().map(|b| &b.cpu), alpha, &y.cpu, beta, &out.cpu).unwrap();
+                    ops::yw2y(&p.cpu.1, op, &cpu_a, bw.as_ref().map(|b| &b.cpu), alpha, &y.cpu, beta, &out.cpu)
+                        .unwrap();
                     p.compare(&what, &out);
                 }
             }
@@ -357,7 +358,9 @@ fn csr_plasticity_matches_cpu() {
                     if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, &spikes.dev, &trace.dev, lo, hi)) {
                         ops::csr_plasticity(&p.cpu.1, post, &cpu_a, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
                         let weights = |a: &Csr| match &a.weights {
-                            evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
+                            evsparse::core::csr::Weights::Hetero(w) => {
+                                Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz)
+                            }
                             _ => unreachable!(),
                         };
                         p.compare(&what, &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });

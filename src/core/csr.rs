@@ -110,7 +110,7 @@ pub struct Profile {
     pub class_order: Arc<Buffer>,
     /// How many rows each class holds.
     pub class_rows: [usize; 3],
-    /// (row, first entry) as int64 pairs: the long rows (block class) cut into chunks of
+    /// (row, begin, end) as int64 triples: the long rows (block class) cut into chunks of
     /// `SPMM_N.long_row_chunk` entries, in the class order.
     pub long_chunks: Arc<Buffer>,
     pub n_chunks: usize,
@@ -127,8 +127,9 @@ impl Profile {
         }
         let mut chunks: Vec<i64> = Vec::new();
         for &i in &order[class_rows[0] + class_rows[1]..] {
-            for first in view.row(i as usize).step_by(SPMM_N.long_row_chunk) {
-                chunks.extend([i as i64, first as i64]);
+            let row = view.row(i as usize);
+            for begin in row.clone().step_by(SPMM_N.long_row_chunk) {
+                chunks.extend([i as i64, begin as i64, row.end.min(begin + SPMM_N.long_row_chunk) as i64]);
             }
         }
         Ok(Profile {
@@ -136,7 +137,7 @@ impl Profile {
             class_order: ctx.upload("csr analysis", as_bytes(&order))?,
             class_rows,
             long_chunks: ctx.upload("csr analysis", as_bytes(&chunks))?,
-            n_chunks: chunks.len() / 2,
+            n_chunks: chunks.len() / 3,
         })
     }
 }

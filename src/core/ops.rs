@@ -95,18 +95,18 @@ pub fn spmm(
     disjoint_from_weights((ya, y), a)?;
     let profile = a.expect_valid(s)?;
     let forced = &s.ctx.forced;
+    let product = cuda::Product { kind, alpha, a, x, beta, y };
     match (&s.ctx.backend, op) {
         (Backend::Cpu(_), Op::N) => on_cpu::<plan::SpmmN>(s, || cpu::spmm(op, kind, alpha, a, x, beta, y)),
         (Backend::Cpu(_), Op::T) => on_cpu::<plan::SpmmT>(s, || cpu::spmm(op, kind, alpha, a, x, beta, y)),
         (Backend::Cuda(_), Op::N) => {
             let chosen = plan::choose_spmm_n(&profile.stats, y.cols, &s.ctx.device_info());
-            let alg = decide(forced, chosen, |_| true)?;
-            cuda::spmm_n(s, alg, profile, kind, alpha, a, x, beta, y)
+            cuda::spmm_n(s, decide(forced, chosen, |_| true)?, profile, &product)
         }
         (Backend::Cuda(_), Op::T) => {
             let fits = |alg| alg != plan::SpmmT::Scatter || plan::can_scatter(a.dtype);
             let alg = decide(forced, plan::choose_spmm_t(&profile.stats, a.dtype, kind), fits)?;
-            cuda::spmm_t(s, alg, kind, alpha, a, x, beta, y)
+            cuda::spmm_t(s, alg, &product)
         }
     }
 }
@@ -244,7 +244,7 @@ pub fn dense_plasticity(
     match s.ctx.backend {
         Backend::Cpu(_) => on_cpu::<plan::DensePlasticity>(s, || cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
         Backend::Cuda(_) => {
-            decide(&s.ctx.forced, plan::DensePlasticity::RowStride, |_| true)?;
+            decide(&s.ctx.forced, plan::choose_dense_plasticity(), |_| true)?;
             cuda::dense_plasticity(s, post, w, spikes, trace, lo, hi)
         }
     }
@@ -294,7 +294,7 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
     match s.ctx.backend {
         Backend::Cpu(_) => on_cpu::<plan::Compact>(s, || cpu::compact(spikes, indices, count)),
         Backend::Cuda(_) => {
-            decide(&s.ctx.forced, plan::Compact::OneBlock, |_| true)?;
+            decide(&s.ctx.forced, plan::choose_compact(), |_| true)?;
             cuda::compact(s, spikes, indices, count)
         }
     }

@@ -148,12 +148,14 @@ pub struct DeviceInfo {
 pub struct SpmmNTable {
     /// Rows up to this length run one per thread in `LengthClasses` (n = 1).
     pub thread_row_max: usize,
-    /// Rows of at least this length run one per block in `LengthClasses`.
+    /// Rows of at least this length run one per block (or per chunk) in `LengthClasses`.
     pub block_row_min: usize,
+    /// `LengthClasses` runs when the longest row is at least `block_row_min` and this many
+    /// times the mean.
+    pub skew: f64,
     /// n = 1 with no row longer than this: `ThreadPerRow`.
     pub thread_per_row_max: usize,
-    /// Entries of a long row one block takes (n > 1, f32/f64); LONG_ROW_CHUNK in
-    /// kernels/sparse.cu.
+    /// Entries of a long row one block takes (n > 1, f32/f64).
     pub long_row_chunk: usize,
 }
 
@@ -161,9 +163,12 @@ pub struct SpmmNTable {
 pub const SPMM_N: SpmmNTable = SpmmNTable {
     // a thread walking 8 entries costs about what a warp pays for one coalesced pass
     thread_row_max: 8,
-    // a warp per row of 1024 entries x 64 columns takes about twice the mean work per warp of
-    // the skewed workload (100,000 rows, mean 50) on 132 SMs: longer rows set the kernel's tail
-    block_row_min: 1024,
+    // a warp gathers about one entry per L2 round trip (~0.4 µs under load on the H100): a
+    // warp per row of 1,000 entries set a 400 µs tail on the skewed workload, rows up to 127
+    // keep it near 50 µs
+    block_row_min: 128,
+    // uniform rows (max = mean) run best a warp per row; the skewed workload has max = 400 x mean
+    skew: 8.0,
     thread_per_row_max: 8,
     // a block shares its SM's load throughput with the other blocks there: one block took
     // about 1 ms over the 20,000-entry rows of the skewed workload, where chunks of 512 spread
@@ -185,7 +190,7 @@ pub fn row_class(len: usize) -> usize {
 /// spmv / spmm N.
 pub fn choose_spmm_n(stats: &CsrStats, n: usize, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
-    if rows.max >= SPMM_N.block_row_min {
+    if rows.max >= SPMM_N.block_row_min && rows.max as f64 >= SPMM_N.skew * rows.mean {
         SpmmN::LengthClasses
     } else if n == 1 && rows.max <= SPMM_N.thread_per_row_max {
         SpmmN::ThreadPerRow
@@ -198,21 +203,21 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, _dev: &DeviceInfo) -> SpmmN {
 
 /// Thresholds of the spmm T chooser.
 pub struct SpmmTTable {
-    /// Float inputs scatter only while no row is longer than this: a scatter warp walks its
-    /// row alone, so long rows set the kernel's tail.
-    pub scatter_row_max: usize,
+    /// Events scatter from this many stored entries up; below, one gather launch beats the
+    /// scatter's two.
+    pub scatter_nnz_min: usize,
 }
 
-/// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm T"): float inputs,
-/// uniform rows of 200 entries: scatter 1.2x faster than csc_gather; rows of 1000: gather
-/// 1.08x faster; power-law rows up to 20,000: gather 4x faster. Events (spike propagation)
-/// scatter: only active rows cost more than a load (73 µs against 5.6 ms at 0.4% active).
-pub const SPMM_T: SpmmTTable = SpmmTTable { scatter_row_max: 512 };
+/// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm T"): events at
+/// 0.4-0.5% active on 32M and 1G entries, scatter 43 / 82 µs against gather 233 / 5,678 µs
+/// (only active rows cost more than a load); on 320k entries gather 17.6 µs against 22.5.
+pub const SPMM_T: SpmmTTable = SpmmTTable { scatter_nnz_min: 1 << 20 };
 
-/// spmv / spmm T: f32/f64 scatter events and float inputs over short rows; other dtypes
-/// gather to accumulate in f32.
+/// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
+/// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
+/// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone).
 pub fn choose_spmm_t(stats: &CsrStats, dtype: DType, kind: InputKind) -> SpmmT {
-    if can_scatter(dtype) && (kind == InputKind::Events || stats.rows.max <= SPMM_T.scatter_row_max) {
+    if can_scatter(dtype) && kind == InputKind::Events && stats.nnz >= SPMM_T.scatter_nnz_min {
         SpmmT::Scatter
     } else {
         SpmmT::CscGather
@@ -245,6 +250,16 @@ pub fn choose_csr_plasticity(post: bool) -> CsrPlasticity {
     } else {
         CsrPlasticity::PreRows
     }
+}
+
+/// Dense plasticity has one algorithm so far.
+pub fn choose_dense_plasticity() -> DensePlasticity {
+    DensePlasticity::RowStride
+}
+
+/// Event compaction has one algorithm so far.
+pub fn choose_compact() -> Compact {
+    Compact::OneBlock
 }
 
 /// The shapes bsrmm's tensor-core paths accept.
@@ -309,13 +324,7 @@ impl Forced {
 
 /// (family index, 0 for auto or 1 + algorithm index) for each item of a spec.
 fn parse(spec: &str) -> Result<Vec<(usize, u8)>> {
-    let known = || {
-        FAMILIES
-            .iter()
-            .map(|(f, algs)| format!("{f}: {}", algs.join(", ")))
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
+    let known = || FAMILIES.iter().map(|(f, algs)| format!("{f}: {}", algs.join(", "))).collect::<Vec<_>>().join("; ");
     let mut out = Vec::new();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((family, alg)) = item.split_once(':') else {
@@ -397,7 +406,7 @@ mod tests {
 
     #[test]
     fn spmm_n_picks_by_row_lengths() {
-        let uniform = stats(&[200; 1000]);
+        let uniform = stats(&[1000; 1000]);
         assert_eq!(choose_spmm_n(&uniform, 128, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 1, &H100), SpmmN::WarpPerRow);
         let short = stats(&[3, 0, 8, 5]);
@@ -421,11 +430,11 @@ mod tests {
 
     #[test]
     fn other_families_choose_by_the_call() {
-        let (short, long) = (stats(&[200; 10]), stats(&[200, 5000, 3]));
-        assert_eq!(choose_spmm_t(&short, DType::F32, InputKind::Float), SpmmT::Scatter);
-        assert_eq!(choose_spmm_t(&long, DType::F32, InputKind::Float), SpmmT::CscGather);
-        assert_eq!(choose_spmm_t(&long, DType::F64, InputKind::Events), SpmmT::Scatter);
-        assert_eq!(choose_spmm_t(&short, DType::BF16, InputKind::Events), SpmmT::CscGather);
+        let (small, large) = (stats(&[80; 4000]), stats(&[80; 400_000]));
+        assert_eq!(choose_spmm_t(&large, DType::F32, InputKind::Float), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&large, DType::F64, InputKind::Events), SpmmT::Scatter);
+        assert_eq!(choose_spmm_t(&small, DType::F32, InputKind::Events), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&large, DType::BF16, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
         assert_eq!(choose_dense_mm(Op::T, 1), DenseMm::MvColumnBlocks);
         assert_eq!(choose_dense_mm(Op::N, 7), DenseMm::Tiled);

@@ -4,13 +4,15 @@
 //! Kernels are instantiated under `<family>`, `<family>_<a>` or `<family>_<a>_<b>`, where `a`
 //! and `b` are dtype names of the C API (kernels/common.cuh). A slot of the table is
 //! (family, a, b), with "no dtype" as its own value; combinations a family does not
-//! instantiate stay empty.
+//! instantiate stay empty. The module's functions are enumerated, not looked up by every
+//! possible name, so that no driver call fails (compute-sanitizer reports failed calls).
 
 use super::driver::{check, Function};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use std::ffi::CString;
+use std::collections::HashMap;
+use std::ffi::CStr;
 
 /// A family of kernels: the name prefix its instantiations share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,24 +87,30 @@ impl Kernels {
         Kernels(Vec::new())
     }
 
-    /// Looks up every name the families could have in `module`.
+    /// Every kernel of `module`, enumerated and placed in its slot by name.
     ///
     /// # Safety
     /// `module` must be a loaded module whose context is current.
     pub unsafe fn resolve(module: sys::CUmodule) -> Result<Kernels> {
         let choices: Vec<Option<DType>> = std::iter::once(None).chain(DTYPES.map(Some)).collect();
-        let mut table = vec![None; NAMES.len() * SLOTS * SLOTS];
+        let mut slots = HashMap::new();
         for family in (0..NAMES.len()).map(Family) {
             for &a in &choices {
                 for &b in choices.iter().filter(|b| a.is_some() || b.is_none()) {
-                    let cname = CString::new(name(family, a, b)).expect("kernel names have no NUL");
-                    let mut f = std::ptr::null_mut();
-                    match sys::cuModuleGetFunction(&mut f, module, cname.as_ptr()) {
-                        sys::CUresult::CUDA_SUCCESS => table[index(family, a, b)] = Some(Function(f)),
-                        sys::CUresult::CUDA_ERROR_NOT_FOUND => {}
-                        r => check(r, &format!("resolving kernel {}", name(family, a, b)))?,
-                    }
+                    slots.insert(name(family, a, b), index(family, a, b));
                 }
+            }
+        }
+        let mut count = 0;
+        check(sys::cuModuleGetFunctionCount(&mut count, module), "counting the kernels")?;
+        let mut functions = vec![std::ptr::null_mut(); count as usize];
+        check(sys::cuModuleEnumerateFunctions(functions.as_mut_ptr(), count, module), "listing the kernels")?;
+        let mut table = vec![None; NAMES.len() * SLOTS * SLOTS];
+        for f in functions {
+            let mut cname = std::ptr::null();
+            check(sys::cuFuncGetName(&mut cname, f), "naming a kernel")?;
+            if let Some(&slot) = slots.get(CStr::from_ptr(cname).to_str().unwrap_or_default()) {
+                table[slot] = Some(Function(f));
             }
         }
         Ok(Kernels(table))

@@ -40,8 +40,19 @@ fn with_csc(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     Ok(Args { colptr: csc.colptr.addr(), rowind: csc.rowind.addr(), perm: csc.perm.addr(), ..args })
 }
 
-/// The arguments of spmv (n = 1) and spmm.
-fn product_args(kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense) -> Args {
+/// One spmv (n = 1) or spmm call: `y = alpha·op(A)·x + beta·y`.
+pub struct Product<'a> {
+    pub kind: InputKind,
+    pub alpha: f64,
+    pub a: &'a Csr,
+    pub x: &'a Dense,
+    pub beta: f64,
+    pub y: &'a Dense,
+}
+
+/// The kernel arguments of a product.
+fn product_args(p: &Product) -> Args {
+    let Product { kind, alpha, a, x, beta, y } = *p;
     Args {
         x: x.buf.addr(),
         ldx: x.ld as i64,
@@ -66,23 +77,11 @@ fn warp_grid(items: usize, n: usize) -> Grid {
 /// Columns of B and C one warp covers in the gather kernels (kernels/sparse.cu).
 const WARP_COLS: u64 = 64;
 
-
 /// spmv (n = 1) and spmm, N, with the algorithm the plan chose.
-#[allow(clippy::too_many_arguments)]
-pub fn spmm_n(
-    s: &Stream,
-    alg: SpmmN,
-    profile: &Profile,
-    kind: InputKind,
-    alpha: f64,
-    a: &Csr,
-    x: &Dense,
-    beta: f64,
-    y: &Dense,
-) -> Result<()> {
+pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let (t, input, n) = (Some(a.dtype), Some(x.dtype), y.cols);
-    let args = product_args(kind, alpha, a, x, beta, y);
+    let (a, t, input, n) = (p.a, Some(p.a.dtype), Some(p.x.dtype), p.y.cols);
+    let args = product_args(p);
     let vector = n == 1;
     match alg {
         SpmmN::ThreadPerRow => {
@@ -120,11 +119,10 @@ pub fn spmm_n(
 }
 
 /// spmv (n = 1) and spmm, T, with the algorithm the plan chose.
-#[allow(clippy::too_many_arguments)]
-pub fn spmm_t(s: &Stream, alg: SpmmT, kind: InputKind, alpha: f64, a: &Csr, x: &Dense, beta: f64, y: &Dense) -> Result<()> {
+pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let (t, input, n) = (Some(a.dtype), Some(x.dtype), y.cols);
-    let args = product_args(kind, alpha, a, x, beta, y);
+    let (a, t, input, n) = (p.a, Some(p.a.dtype), Some(p.x.dtype), p.y.cols);
+    let args = product_args(p);
     let vector = n == 1;
     match alg {
         SpmmT::Scatter => {

@@ -181,9 +181,7 @@ pub unsafe extern "C" fn evs_context_set_algorithm(ctx: *mut evs_context, spec: 
     guard(|| {
         let ctx = get("ctx", ctx)?;
         non_null("spec", spec)?;
-        let spec = CStr::from_ptr(spec)
-            .to_str()
-            .map_err(|_| Error::value("algorithm: spec is not valid UTF-8"))?;
+        let spec = CStr::from_ptr(spec).to_str().map_err(|_| Error::value("algorithm: spec is not valid UTF-8"))?;
         ctx.forced.apply(spec)
     })
 }
