@@ -494,3 +494,32 @@ fn fill_matches_cpu() {
         p.compare(&format!("fill {}", t.name()), &d);
     }
 }
+
+/// A wrapped matrix is copied to the host once (on a GPU; never on the CPU), however many
+/// operations and analyses follow, and its first check builds what N and T need.
+#[test]
+fn wrapped_matrix_is_analysed_from_one_copy() {
+    let mut p = Pair::new();
+    let pat = skewed_pattern(&mut p.rng);
+    let nnz = pat.indices.len();
+    let indptr = upload(
+        &p.dev.0,
+        &p.dev.1,
+        DType::I64,
+        (1, pat.m + 1, 1),
+        &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+    );
+    let indices =
+        upload(&p.dev.0, &p.dev.1, DType::I32, (1, nnz, 1), &pat.indices.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    let shape = CsrShape::new(pat.m as i64, pat.k as i64, nnz as i64, DType::I64, DType::F32).unwrap();
+    let a = Csr::wrap(&p.dev.0, shape, indptr.buf.ptr(), indices.buf.ptr() as *mut i32, None, 0.5).unwrap();
+    ops::analyse(&p.dev.1, &a).unwrap();
+    for (op, rows_in, rows_out) in [(Op::N, pat.k, pat.m), (Op::T, pat.m, pat.k)] {
+        let x = p.both(DType::F32, (2, rows_in, 5), &vec![1.0; rows_in * 5]);
+        let y = p.output(DType::F32, (2, rows_out, 5), 0.0);
+        ops::spmm(&p.dev.1, op, InputKind::Float, 1.0, &a, &x.dev, 0.0, &y.dev, false).unwrap();
+    }
+    ops::analyse(&p.dev.1, &a).unwrap();
+    let expected = if p.dev.0.is_cpu() { 0 } else { 1 };
+    assert_eq!(a.structure_downloads(), expected);
+}

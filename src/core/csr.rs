@@ -10,6 +10,7 @@ use super::{checked_product, size_arg};
 use crate::dtype::{with_float, Acc, DType, Float};
 use crate::error::{Error, Result};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// An indptr element type (int32 or int64).
@@ -170,6 +171,9 @@ pub struct Csr {
     /// The outcome of the structure check with the profile built from the same look at the
     /// structure: set on creation from host arrays, on first use for wrapped ones.
     profile: OnceLock<Result<Profile>>,
+    /// Copies of the structure taken from the device so far (tests check that analysis takes
+    /// at most one).
+    downloads: AtomicUsize,
 }
 
 /// Sizes and types shared by the create and wrap entry points.
@@ -287,6 +291,7 @@ impl Csr {
             analysis: OnceLock::new(),
             device_analysis: OnceLock::new(),
             profile: OnceLock::new(),
+            downloads: AtomicUsize::new(0),
         }
     }
 
@@ -306,6 +311,7 @@ impl Csr {
     /// Copies the structure of a device matrix to the host (indptr widened to int64), waiting
     /// for the copy.
     fn download_structure(&self, stream: &Stream) -> Result<(Vec<i64>, Vec<i32>)> {
+        self.downloads.fetch_add(1, Ordering::Relaxed);
         let indptr = with_index!(self.index, P => crate::cuda::download::<P>(stream, &self.indptr, self.m + 1)?
             .into_iter().map(Index::get).collect());
         Ok((indptr, crate::cuda::download::<i32>(stream, &self.indices, self.nnz)?))
@@ -389,6 +395,11 @@ impl Csr {
         // Two threads may race to build it; either result is the same.
         let _ = self.device_analysis.set(built);
         Ok(self.device_analysis.get().expect("set above"))
+    }
+
+    /// How many times the structure was copied from the device.
+    pub fn structure_downloads(&self) -> usize {
+        self.downloads.load(Ordering::Relaxed)
     }
 
     pub fn hetero_weights(&self, what: &str) -> Result<&Dense> {
