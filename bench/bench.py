@@ -276,6 +276,28 @@ def bench_skewed(evs, tab, quick):
     evs.call("evs_csr_destroy", a)
 
 
+def bench_spmv(evs, tab, quick):
+    """spmv N with float x: very short uniform rows (road-network-like graphs) and the
+    power-law rows of the skewed workload."""
+    m = 2_000_000
+    crow, col = random_csr(m, m, 4)
+    cases = [(f"{m:,}² ×4/row", m, crow, col, 4)]
+    crow2, col2, longest = power_law_csr(100_000, 100_000, 50, 20_000)
+    cases.append((f"100,000² power-law rows (mean 50, max {longest:,})", 100_000, crow2, col2, None))
+    for label, m, crow, col, per_row in cases[:1] if quick else cases:
+        w = torch.rand(col.numel(), device="cuda")
+        a = evs.csr(m, m, crow, col, w)
+        x, y = torch.randn(m, device="cuda"), torch.empty(m, device="cuda")
+        hx, hy = evs.dense(x), evs.dense(y)
+        At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m))
+        ref = At @ x
+        ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv", evs.stream, OP_N, FLOAT, 1.0, a, hx, 0.0, hy),
+                       lambda plan: check(f"spmv N {plan}", y, ref))
+        tab.add(f"spmv N {label}", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ x),
+                csr_bytes(m, col.numel()) + 8 * m)
+        evs.call("evs_csr_destroy", a)
+
+
 def bench_spmv_events(evs, tab, quick):
     cases = [(500_000, 2000, 0.004), (4000, 80, 0.005), (400_000, 80, 0.005)]
     for n, per_row, rate in cases[1:] if quick else cases:
@@ -451,7 +473,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--variants", action="store_true", help="time every algorithm of each workload's family")
-    ap.add_argument("--only", default=None, help="comma-separated sections (spmm,skewed,spmv_events,yw2y,dense,"
+    ap.add_argument("--only", default=None, help="comma-separated sections (spmm,skewed,spmv,spmv_events,yw2y,dense,"
                                                  "plasticity,bsrmm)")
     args = ap.parse_args()
     global VARIANTS
@@ -465,7 +487,7 @@ def main():
     print(f"{device}: device-to-device copy {bandwidth:.0f} GB/s, bf16 cuBLAS {tflops:.0f} TFLOP/s", flush=True)
     tab = Table(bandwidth, tflops)
     failures = []
-    sections = (bench_spmm, bench_skewed, bench_spmv_events, bench_yw2y, bench_dense, bench_plasticity, bench_bsrmm)
+    sections = (bench_spmm, bench_skewed, bench_spmv, bench_spmv_events, bench_yw2y, bench_dense, bench_plasticity, bench_bsrmm)
     only = args.only.split(",") if args.only else None
     for section in sections:
         if only and section.__name__[len("bench_"):] not in only:

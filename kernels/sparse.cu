@@ -99,23 +99,37 @@ template <class T, class In, class Walk> __device__ void warp_mm(const Args& a, 
     if (c0 + 1 < a.n) blend((T*)a.y + i * a.ldy + c0 + 1, acc1, a);
 }
 
-// One block per long row (n = 1): the block's threads stride over the entries; warp sums, then
-// the warps' sums through shared memory.
-template <class T, class In> __device__ void block_mv(const Args& a, int64_t i) {
-    typedef typename AccOf<T>::type A;
+// The block's threads share entries [begin, end) (n = 1); warp sums, then the warps' sums
+// through shared memory; thread 0 returns the total.
+template <class T, class In, class A> __device__ A block_dot(const Args& a, int64_t begin, int64_t end) {
     __shared__ A part[BLOCK_WARPS];
     A acc = 0;
-    for (int64_t p = row_start(a, i) + threadIdx.x; p < row_start(a, i + 1); p += BLOCK_THREADS) {
+    for (int64_t p = begin + threadIdx.x; p < end; p += BLOCK_THREADS) {
         A v = input<A>((const In*)a.x, a.indices[p] * a.ldx, a.events);
         if (v != A(0)) acc += weight<T, A>(a, p) * v;
     }
     acc = warp_sum(acc);
     if (lane_id() == 0) part[threadIdx.x / 32] = acc;
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         for (int w = 1; w < BLOCK_WARPS; w++) acc += part[w];
-        blend((T*)a.y + i * a.ldy, acc, a);
-    }
+    return acc;
+}
+
+// One block per long row (n = 1), storing through the BLAS blend.
+template <class T, class In> __device__ void block_mv(const Args& a, int64_t i) {
+    typedef typename AccOf<T>::type A;
+    const A sum = block_dot<T, In, A>(a, row_start(a, i), row_start(a, i + 1));
+    if (threadIdx.x == 0) blend((T*)a.y + i * a.ldy, sum, a);
+}
+
+// One block per chunk of a long row (n = 1), adding alpha * its sum with an atomic (see
+// chunk_mm).
+template <class T, class In> __device__ void chunk_mv(const Args& a, int64_t chunk) {
+    typedef typename AccOf<T>::type A;
+    const int64_t* piece = a.chunks + 3 * chunk;
+    const A sum = block_dot<T, In, A>(a, piece[1], piece[2]);
+    if (threadIdx.x == 0) atomicAdd((T*)a.y + piece[0] * a.ldy, A(a.alpha) * sum);
 }
 
 // The block's 8 warps share entries [begin, end) of row i over 64 columns; returns the sum for
@@ -185,16 +199,20 @@ template <class T, class In> __device__ void spmm_n_thread(const Args& a) {
 
 // length_classes: rows binned by length at analysis, listed in a.order as [thread class |
 // warp class | block class] with a.class_rows[] rows each. The first blocks take the long
-// rows, so the longest work starts first: n = 1, a block per row; n > 1, a block per row for
-// f16/bf16 and a block per chunk of a row for f32/f64 (a.chunks, a.n_chunks; added with
-// atomics). The next blocks take the warp class, eight rows per block, and n = 1 the
+// rows, so the longest work starts first: a block per row for f16/bf16, a block per chunk of
+// a row for f32/f64 (a.chunks, a.n_chunks; added with atomics). The next blocks take the warp class, eight rows per block, and n = 1 the
 // thread class last, 256 rows per block; n > 1 runs the thread class with the warp class.
+// f32 and f64 outputs take atomic adds at their own precision; f16/bf16 would lose the f32 sum.
+template <class T> struct AtomicOut { static constexpr bool value = sizeof(T) >= 4; };
+
 template <class T, class In> __device__ void spmv_n_classes(const Args& a) {
-    const int64_t n_thread = a.class_rows[0], n_warp = a.class_rows[1], n_block = a.class_rows[2];
+    const int64_t n_thread = a.class_rows[0], n_warp = a.class_rows[1];
+    const int64_t n_block = AtomicOut<T>::value ? a.n_chunks : a.class_rows[2];
     const int64_t warp_blocks = (n_warp + BLOCK_WARPS - 1) / BLOCK_WARPS;
     const int64_t b = blockIdx.x;
     if (b < n_block) {
-        block_mv<T, In>(a, a.order[n_thread + n_warp + b]);
+        if constexpr (AtomicOut<T>::value) chunk_mv<T, In>(a, b);
+        else block_mv<T, In>(a, a.order[n_thread + n_warp + b]);
     } else if (b < n_block + warp_blocks) {
         const int64_t r = (b - n_block) * BLOCK_WARPS + threadIdx.x / 32;
         if (r < n_warp) warp_mv<T, In, CsrWalk>(a, a.order[n_thread + r]);
@@ -203,8 +221,6 @@ template <class T, class In> __device__ void spmv_n_classes(const Args& a) {
         if (r < n_thread) thread_row<T, In>(a, a.order[r]);
     }
 }
-// f32 and f64 outputs take atomic adds at their own precision; f16/bf16 would lose the f32 sum.
-template <class T> struct AtomicOut { static constexpr bool value = sizeof(T) >= 4; };
 template <class T, class In> __device__ void spmm_n_classes(const Args& a) {
     const int64_t n_warp = a.class_rows[0] + a.class_rows[1];
     const int64_t long_blocks = AtomicOut<T>::value ? a.n_chunks : a.class_rows[2];

@@ -66,8 +66,8 @@ algorithms! {
         /// One warp per row (and 64 columns of B), entries broadcast by shuffles.
         WarpPerRow = "warp_per_row",
         /// Rows binned by length at analysis: a thread (n = 1), a warp or a block per row,
-        /// long rows first, in one launch; with n > 1 and f32/f64, long rows spread over
-        /// blocks of `SPMM_N.long_row_chunk` entries that add into C with atomics.
+        /// long rows first, in one launch; f32/f64 spread long rows over blocks of
+        /// `SPMM_N.long_row_chunk` entries that add into C with atomics.
         LengthClasses = "length_classes",
     }
     /// spmv / spmm transposed.
@@ -155,7 +155,7 @@ pub struct SpmmNTable {
     pub skew: f64,
     /// n = 1 with no row longer than this: `ThreadPerRow`.
     pub thread_per_row_max: usize,
-    /// Entries of a long row one block takes (n > 1, f32/f64).
+    /// Entries of a long row one block takes (f32/f64).
     pub long_row_chunk: usize,
 }
 

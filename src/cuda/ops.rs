@@ -103,15 +103,19 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
                 ..args
             };
             let tiles = (n as u64).div_ceil(WARP_COLS);
-            // the block counts of each class, as kernels/sparse.cu lays them out
-            let (family, blocks) = if vector {
-                (SPMV_N_CLASSES, block + warp.div_ceil(warps) + thread.div_ceil(THREADS as u64))
-            } else if can_scatter(a.dtype) {
+            // f32/f64 cut long rows into chunks that add into C, scaled by beta first
+            let long_blocks = if can_scatter(a.dtype) {
                 let scale = Grid::new(((n as u64).div_ceil(THREADS as u64), block), (THREADS, 1));
                 gpu.launch(stream, gpu.kernel(SCALE_LONG_ROWS, t, None)?, scale, &args)?;
-                (SPMM_N_CLASSES, profile.n_chunks as u64 + (thread + warp).div_ceil(warps))
+                profile.n_chunks as u64
             } else {
-                (SPMM_N_CLASSES, block + (thread + warp).div_ceil(warps))
+                block
+            };
+            // the block counts of each class, as kernels/sparse.cu lays them out
+            let (family, blocks) = if vector {
+                (SPMV_N_CLASSES, long_blocks + warp.div_ceil(warps) + thread.div_ceil(THREADS as u64))
+            } else {
+                (SPMM_N_CLASSES, long_blocks + (thread + warp).div_ceil(warps))
             };
             gpu.launch(stream, gpu.kernel(family, t, input)?, Grid::new((blocks, tiles), (THREADS, 1)), &args)
         }
