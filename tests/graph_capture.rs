@@ -1,5 +1,6 @@
 //! After analysis, evsparse calls allocate nothing and never synchronize the host: a timestep
-//! loop (event compaction, spike propagation = spmv T on events, plasticity pre and post) is
+//! loop (event compaction, spike propagation = spmv T on events, a trace-driven spmv N over
+//! hub neurons (length_classes, with its long-row pass), plasticity pre and post) is
 //! captured on the caller's CUDA stream into a graph (global capture mode, so any allocation
 //! or host synchronization inside would fail the capture), replayed, and compared with the CPU
 //! backend running the same steps. Needs EVS_TEST_DEVICE=cuda; elsewhere it reports a skip.
@@ -37,6 +38,7 @@ struct Net {
     a: Csr,
     spikes: Dense,
     current: Dense,
+    drive: Dense,
     pre_trace: Dense,
     post_trace: Dense,
     active: Dense,
@@ -54,6 +56,7 @@ fn weights_of(net: &Net) -> &Dense {
 fn step(s: &Stream, net: &Net) {
     ops::compact(s, &net.spikes, &net.active, &net.count).unwrap();
     ops::spmm(s, Op::T, InputKind::Events, 1.0, &net.a, &net.spikes, 1.0, &net.current, true).unwrap();
+    ops::spmm(s, Op::N, InputKind::Float, 1.0, &net.a, &net.post_trace, 0.5, &net.drive, true).unwrap();
     ops::csr_plasticity(s, false, &net.a, &net.spikes, &net.post_trace, -1.0, 1.0).unwrap();
     ops::csr_plasticity(s, true, &net.a, &net.spikes, &net.pre_trace, -1.0, 1.0).unwrap();
 }
@@ -73,8 +76,10 @@ fn timestep_loop_replays_from_a_cuda_graph() {
         let n = 3000 + rng.below(2000);
         let mut indptr = vec![0i64];
         let mut indices = vec![];
-        for _ in 0..n {
-            for _ in 0..rng.below(40) {
+        for i in 0..n {
+            // a few hub neurons, so that spmv N runs length_classes with long rows
+            let synapses = if i % 1000 == 17 { 400 + rng.below(400) } else { rng.below(40) };
+            for _ in 0..synapses {
                 indices.push(rng.below(n) as i32);
             }
             indptr.push(indices.len() as i64);
@@ -95,6 +100,7 @@ fn timestep_loop_replays_from_a_cuda_graph() {
                 a,
                 spikes: upload(ctx, s, DType::Bool, (1, n, 1), &spikes),
                 current: upload(ctx, s, t, (1, n, 1), &vec![0.0; n]),
+                drive: upload(ctx, s, t, (1, n, 1), &vec![0.25; n]),
                 pre_trace: upload(ctx, s, t, (1, n, 1), &pre),
                 post_trace: upload(ctx, s, t, (1, n, 1), &post),
                 active: Dense::create(ctx, DType::I32, 1, n as i64, 1).unwrap(),
@@ -119,6 +125,7 @@ fn timestep_loop_replays_from_a_cuda_graph() {
         let tol = if t == DType::F32 { 1e-4 } else { 2e-2 };
         for (what, g, c) in [
             ("current", &gnet.current, &cnet.current),
+            ("drive", &gnet.drive, &cnet.drive),
             ("weights", weights_of(&gnet), weights_of(&cnet)),
             ("count", &gnet.count, &cnet.count),
         ] {
@@ -135,5 +142,7 @@ fn timestep_loop_replays_from_a_cuda_graph() {
             sys::cuGraphDestroy(graph);
         }
         println!("{}: {replays} graph replays of a {n}-neuron step match the CPU", t.name());
+        ops::spmm(&gs, Op::N, InputKind::Float, 1.0, &gnet.a, &gnet.post_trace, 0.5, &gnet.drive, true).unwrap();
+        assert_eq!(evsparse::core::plan::plan_name(evsparse::core::plan::last()), "spmm_n:length_classes");
     }
 }
