@@ -170,14 +170,18 @@ template <class T, class In> __device__ void chunk_mm(const Args& a, int64_t chu
     if (threadIdx.x < WARP_COLS && c < a.n) atomicAdd((T*)a.y + i * a.ldy + c, A(a.alpha) * sum);
 }
 
+// *slot = beta * *slot, rounded once; beta = 0 writes zero without reading the slot.
+template <class T> __device__ __forceinline__ void scale_slot(T* slot, const Args& a) {
+    typedef typename AccOf<T>::type A;
+    put(slot, a.beta == 0.0 ? A(0) : A(a.beta) * A(to_f(*slot)));
+}
+
 // C[r, :] = beta * C[r, :] for the long rows r (the first pass of chunked length_classes).
 template <class T> __device__ void scale_long_rows(const Args& a) {
-    typedef typename AccOf<T>::type A;
     const int64_t r = a.order[a.class_rows[0] + a.class_rows[1] + blockIdx.y];
     const int64_t c = (int64_t)blockIdx.x * BLOCK_THREADS + threadIdx.x;
     if (c >= a.n) return;
-    T* slot = (T*)a.y + r * a.ldy + c;
-    put(slot, a.beta == 0.0 ? A(0) : A(a.beta) * A(to_f(*slot)));
+    scale_slot((T*)a.y + r * a.ldy + c, a);
 }
 
 // ---------------------------------------------------------------- spmm N variants
@@ -197,14 +201,15 @@ template <class T, class In> __device__ void spmm_n_thread(const Args& a) {
     if (i < a.m) thread_row<T, In>(a, i);
 }
 
-// length_classes: rows binned by length at analysis, listed in a.order as [thread class |
-// warp class | block class] with a.class_rows[] rows each. The first blocks take the long
-// rows, so the longest work starts first: a block per row for f16/bf16, a block per chunk of
-// a row for f32/f64 (a.chunks, a.n_chunks; added with atomics). The next blocks take the warp class, eight rows per block, and n = 1 the
-// thread class last, 256 rows per block; n > 1 runs the thread class with the warp class.
 // f32 and f64 outputs take atomic adds at their own precision; f16/bf16 would lose the f32 sum.
 template <class T> struct AtomicOut { static constexpr bool value = sizeof(T) >= 4; };
 
+// length_classes: rows binned by length at analysis, listed in a.order as [thread class |
+// warp class | block class] with a.class_rows[] rows each. The first blocks take the long
+// rows, so the longest work starts first: a block per row for f16/bf16, a block per chunk of
+// a row for f32/f64 (a.chunks, a.n_chunks; added with atomics). The next blocks take the warp
+// class, eight rows per block, and n = 1 the thread class last, 256 rows per block; n > 1
+// runs the thread class with the warp class.
 template <class T, class In> __device__ void spmv_n_classes(const Args& a) {
     const int64_t n_thread = a.class_rows[0], n_warp = a.class_rows[1];
     const int64_t n_block = AtomicOut<T>::value ? a.n_chunks : a.class_rows[2];
@@ -246,12 +251,9 @@ template <class T, class In> __device__ void spmm_t_gather(const Args& a) {
 
 // y = beta * y over m x n (beta = 0 writes zeros without reading y): the first pass of scatter.
 template <class T> __device__ void scale(const Args& a) {
-    typedef typename AccOf<T>::type A;
     const int64_t total = a.m * a.n;
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-        T* slot = (T*)a.y + (e / a.n) * a.ldy + e % a.n;
-        put(slot, a.beta == 0.0 ? A(0) : A(a.beta) * A(to_f(*slot)));
-    }
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x)
+        scale_slot((T*)a.y + (e / a.n) * a.ldy + e % a.n, a);
 }
 
 // T, one warp per CSR row r whose input is non-zero: y[indices[p]] += alpha * w_p * x[r].

@@ -146,22 +146,22 @@ pub struct DeviceInfo {
 
 /// Thresholds of the spmm N chooser and of the row-length classes built at analysis.
 pub struct SpmmNTable {
-    /// Rows up to this length run one per thread in `LengthClasses` (n = 1).
+    /// Rows up to this length run one per thread (n = 1): the thread class of
+    /// `LengthClasses`, and `ThreadPerRow` when no row is longer.
     pub thread_row_max: usize,
     /// Rows of at least this length run one per block (or per chunk) in `LengthClasses`.
     pub block_row_min: usize,
     /// `LengthClasses` runs when the longest row is at least `block_row_min` and this many
     /// times the mean.
     pub skew: f64,
-    /// n = 1 with no row longer than this: `ThreadPerRow`.
-    pub thread_per_row_max: usize,
     /// Entries of a long row one block takes (f32/f64).
     pub long_row_chunk: usize,
 }
 
 /// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm N classes").
 pub const SPMM_N: SpmmNTable = SpmmNTable {
-    // a thread walking 8 entries costs about what a warp pays for one coalesced pass
+    // a warp per row leaves most lanes idle on short rows: 2,000,000 rows of 4 entries, a
+    // thread per row 82 µs against a warp per row 431 µs
     thread_row_max: 8,
     // a warp gathers about one entry per L2 round trip (~0.4 µs under load on the H100): a
     // warp per row of 1,000 entries set a 400 µs tail on the skewed workload, rows up to 127
@@ -169,7 +169,6 @@ pub const SPMM_N: SpmmNTable = SpmmNTable {
     block_row_min: 128,
     // uniform rows (max = mean) run best a warp per row; the skewed workload has max = 400 x mean
     skew: 8.0,
-    thread_per_row_max: 8,
     // a block shares its SM's load throughput with the other blocks there: one block took
     // about 1 ms over the 20,000-entry rows of the skewed workload, where chunks of 512 spread
     // a row over 40 SMs
@@ -192,7 +191,7 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
     if rows.max >= SPMM_N.block_row_min && rows.max as f64 >= SPMM_N.skew * rows.mean {
         SpmmN::LengthClasses
-    } else if n == 1 && rows.max <= SPMM_N.thread_per_row_max {
+    } else if n == 1 && rows.max <= SPMM_N.thread_row_max {
         SpmmN::ThreadPerRow
     } else {
         SpmmN::WarpPerRow
