@@ -1,17 +1,19 @@
 /* Host overhead of one evsparse call: the host time of an evs_spmv on a 64-row matrix on a CUDA
- * context, measured in bursts of BURST calls that start on an idle stream, so the launch queue
- * never fills and the GPU's own time per kernel stays out of the number. Prints the median
- * burst's time per call, and the mean over 10,000 back-to-back calls (which the GPU's launch
- * throughput can bound) for comparison; once as a plain C program (no CUDA context current on
- * the thread: evsparse pushes and pops the device's primary context around each launch) and
- * once with the primary context current, as it is under the CUDA runtime, torch or cupy.
- * Built and run by the GPU check (.ci/gpu-check). */
+ * context, beside the driver's own cuLaunchKernel of a kernel as small, all in one process.
+ * Each case is timed in bursts of BURST calls that start on an idle stream (so the launch queue
+ * never fills and the GPU's time per kernel stays out of the number), and the bursts of all
+ * cases are interleaved, round after round, so that the host's drift falls on every case alike.
+ * Prints each case's median burst time per call, then the mean over 10,000 back-to-back calls
+ * (which the GPU's launch throughput can bound). evsparse is timed as a plain C program calls it
+ * (no CUDA context current on the thread: it pushes and pops the device's primary context around
+ * each launch), with the primary context current (as under the CUDA runtime, torch or cupy), and
+ * on a wrapped non-blocking stream. Built and run by the GPU check (.ci/gpu-check). */
 #define _POSIX_C_SOURCE 199309L
 #include <dlfcn.h>
 
 #include "bench_util.h"
 
-enum { N = 64, PER_ROW = 4, BURST = 200, BURSTS = 51, CALLS = 10000 };
+enum { N = 64, PER_ROW = 4, BURST = 200, ROUNDS = 101, CALLS = 10000 };
 
 static int by_value(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -49,67 +51,80 @@ static int load_driver(void) {
            cu.synchronize && cu.launch;
 }
 
-/* Makes device 0's primary context current (what the CUDA runtime does on its first call). */
-static int make_primary_context_current(void) {
+/* Device 0's primary context (the one the CUDA runtime and evsparse use), or NULL. */
+static void *primary_context(void) {
     int device;
     void *context;
-    return cu.init(0) == 0 && cu.device_get(&device, 0) == 0 && cu.retain(&context, device) == 0 &&
-           cu.set_current(context) == 0;
+    return cu.init(0) == 0 && cu.device_get(&device, 0) == 0 && cu.retain(&context, device) == 0 ? context : NULL;
 }
 
-/* The floor under any library's launch: cuLaunchKernel of an empty kernel whose parameter block
- * has the size of evsparse's (ARGS_BYTES), straight from C, timed the same way. */
+/* The floor under any library's launch: cuLaunchKernel straight from C of a kernel whose
+ * parameter block has the size of evsparse's (ARGS_BYTES): an empty one, and one that spins
+ * about as long as the 64-row spmv runs, so that the GPU is as busy as under evsparse. */
 enum { ARGS_BYTES = 248 };
-static const char EMPTY_PTX[] =
+static const char FLOOR_PTX[] =
     ".version 8.0\n.target sm_80\n.address_size 64\n"
     ".visible .entry empty(.param .align 8 .b8 args[248]) { ret; }\n"
-    ".visible .entry empty_small(.param .u64 arg) { ret; }\n";
+    ".visible .entry spin(.param .align 8 .b8 args[248]) {\n"
+    "  .reg .u64 %t<3>; .reg .pred %p;\n"
+    "  mov.u64 %t0, %globaltimer;\n"
+    "again:\n"
+    "  mov.u64 %t1, %globaltimer; sub.u64 %t2, %t1, %t0; setp.lt.u64 %p, %t2, 2000;\n"
+    "  @%p bra again;\n"
+    "  ret;\n}\n";
 
 enum { BLOCKING = 0, NON_BLOCKING = 1 }; /* cuStreamCreate flags */
 
-static void measure_driver_floor(const char *kernel, int bytes, unsigned stream_flags) {
-    void *module, *function, *stream;
-    if (cu.load(&module, EMPTY_PTX) != 0 || cu.function(&function, module, kernel) != 0 ||
-        cu.stream_create(&stream, stream_flags) != 0) {
-        printf("driver floor: could not load the empty kernel\n");
-        return;
-    }
+/* One way to launch a tiny kernel: an evsparse call on `evs`, or a raw cuLaunchKernel of
+ * `function` on `stream`; with the primary context current on the thread or not. */
+typedef struct {
+    const char *what;
+    int context_current;
+    evs_stream *evs;
+    void *function, *stream;
+    double per_call[ROUNDS];
+} launch_case;
+
+static evs_csr *a;
+static evs_dense *x, *y;
+static void *primary;
+
+static void spmv(evs_stream *st) { EVS(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y)); }
+
+/* The host time per call of one burst of `c`, which then waits for its stream. */
+static double burst(const launch_case *c) {
     static double args[ARGS_BYTES / 8];
     void *params[] = {args};
-    double per_call[BURSTS];
-    for (int b = 0; b < BURSTS; b++) {
-        double t0 = now_s();
-        for (int i = 0; i < BURST; i++) cu.launch(function, 1, 1, 1, 256, 1, 1, 0, stream, params, NULL);
-        per_call[b] = (now_s() - t0) / BURST;
-        cu.synchronize(stream);
+    cu.set_current(c->context_current ? primary : NULL);
+    double t0 = now_s();
+    for (int i = 0; i < BURST; i++) {
+        if (c->evs) {
+            spmv(c->evs);
+        } else {
+            cu.launch(c->function, 1, 1, 1, 256, 1, 1, 0, c->stream, params, NULL);
+        }
     }
-    qsort(per_call, BURSTS, sizeof *per_call, by_value);
-    printf("driver floor: %.2f us per cuLaunchKernel of an empty kernel with a %d-byte parameter block on a %s "
-           "stream, from C (median of %d bursts of %d)\n",
-           per_call[BURSTS / 2] * 1e6, bytes, stream_flags == NON_BLOCKING ? "non-blocking" : "blocking", BURSTS,
-           BURST);
+    double per_call = (now_s() - t0) / BURST;
+    if (c->evs) {
+        EVS(evs_stream_synchronize(c->evs));
+    } else {
+        cu.synchronize(c->stream);
+    }
+    return per_call;
 }
 
-static void measure(const char *how, evs_stream *st, evs_csr *a, evs_dense *x, evs_dense *y) {
-    for (int i = 0; i < 100; i++) EVS(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y));
-    EVS(evs_stream_synchronize(st));
-
-    double per_call[BURSTS];
-    for (int b = 0; b < BURSTS; b++) {
-        double t0 = now_s();
-        for (int i = 0; i < BURST; i++) EVS(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y));
-        per_call[b] = (now_s() - t0) / BURST;
-        EVS(evs_stream_synchronize(st));
-    }
-    qsort(per_call, BURSTS, sizeof *per_call, by_value);
-
+/* The mean host time of CALLS back-to-back calls, which the GPU's launch throughput can bound. */
+static double back_to_back(evs_stream *st) {
     double t0 = now_s();
-    for (int i = 0; i < CALLS; i++) EVS(evs_spmv(st, EVS_OP_N, EVS_INPUT_FLOAT, 1, a, x, 0, y));
+    for (int i = 0; i < CALLS; i++) spmv(st);
     double t1 = now_s();
     EVS(evs_stream_synchronize(st));
-    printf("host overhead: %.2f us per evs_spmv call from C, %s (%s; median of %d bursts of %d calls on an idle "
-           "stream; %.2f us per call over %d back-to-back calls)\n",
-           per_call[BURSTS / 2] * 1e6, how, evs_last_plan(), BURSTS, BURST, (t1 - t0) * 1e6 / CALLS, CALLS);
+    return (t1 - t0) / CALLS;
+}
+
+static void *new_stream(unsigned flags) {
+    void *s = NULL;
+    return cu.stream_create(&s, flags) == 0 ? s : NULL;
 }
 
 int main(void) {
@@ -117,30 +132,47 @@ int main(void) {
     for (int i = 0; i <= N; i++) indptr[i] = i * PER_ROW;
     for (int j = 0; j < N * PER_ROW; j++) indices[j] = (j * 7) % N;
     evs_context *ctx;
-    evs_stream *st;
-    evs_csr *a;
-    evs_dense *x, *y;
+    evs_stream *st, *wrapped;
     EVS(evs_context_create(EVS_DEVICE_CUDA, 0, &ctx));
     EVS(evs_stream_create(ctx, &st));
     EVS(evs_csr_create(ctx, N, N, N * PER_ROW, EVS_DTYPE_I32, indptr, indices, EVS_DTYPE_F32, NULL, 1.0, &a));
     EVS(evs_dense_create_vector(ctx, EVS_DTYPE_F32, N, &x));
     EVS(evs_dense_create_vector(ctx, EVS_DTYPE_F32, N, &y));
     EVS(evs_dense_fill(st, x, 1.0));
-    measure("no CUDA context current", st, a, x, y);
-    if (load_driver() && make_primary_context_current()) {
-        measure("the primary context current (as under the CUDA runtime)", st, a, x, y);
-        void *native;
-        evs_stream *wrapped;
-        if (cu.stream_create(&native, NON_BLOCKING) == 0 && evs_stream_wrap(ctx, native, &wrapped) == EVS_SUCCESS) {
-            measure("the primary context current, on a wrapped non-blocking stream", wrapped, a, x, y);
-            EVS(evs_stream_destroy(wrapped));
-        }
-        measure_driver_floor("empty", ARGS_BYTES, BLOCKING);
-        measure_driver_floor("empty_small", 8, BLOCKING);
-        measure_driver_floor("empty", ARGS_BYTES, NON_BLOCKING);
-    } else {
-        printf("host overhead: could not make the primary context current through libcuda\n");
+    void *module, *empty, *spin;
+    if (!load_driver() || !(primary = primary_context()) || cu.set_current(primary) != 0 ||
+        cu.load(&module, FLOOR_PTX) != 0 || cu.function(&empty, module, "empty") != 0 ||
+        cu.function(&spin, module, "spin") != 0) {
+        fprintf(stderr, "host overhead: could not load the floor kernels through libcuda\n");
+        return 1;
     }
+    void *blocking = new_stream(BLOCKING), *non_blocking = new_stream(NON_BLOCKING);
+    EVS(evs_stream_wrap(ctx, non_blocking, &wrapped));
+    launch_case cases[] = {
+        {"evs_spmv from C, no CUDA context current", 0, st, NULL, NULL, {0}},
+        {"evs_spmv from C, the primary context current (as under the CUDA runtime)", 1, st, NULL, NULL, {0}},
+        {"evs_spmv from C, the primary context current, on a wrapped non-blocking stream", 1, wrapped, NULL, NULL, {0}},
+        {"driver floor: cuLaunchKernel of an empty kernel, blocking stream", 1, NULL, empty, blocking, {0}},
+        {"driver floor: cuLaunchKernel of an empty kernel, non-blocking stream", 1, NULL, empty, non_blocking, {0}},
+        {"driver floor: cuLaunchKernel of a 2 us kernel, blocking stream", 1, NULL, spin, blocking, {0}},
+        {"driver floor: cuLaunchKernel of a 2 us kernel, non-blocking stream", 1, NULL, spin, non_blocking, {0}},
+    };
+    enum { CASES = sizeof cases / sizeof *cases };
+    for (int c = 0; c < CASES; c++) burst(&cases[c]); /* warm-up */
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int c = 0; c < CASES; c++) cases[c].per_call[r] = burst(&cases[c]);
+    }
+    printf("host overhead (%s; median of %d interleaved bursts of %d calls on an idle stream; %d-byte parameter "
+           "blocks):\n",
+           evs_last_plan(), ROUNDS, BURST, ARGS_BYTES);
+    for (int c = 0; c < CASES; c++) {
+        qsort(cases[c].per_call, ROUNDS, sizeof(double), by_value);
+        printf("  %.2f us  %s\n", cases[c].per_call[ROUNDS / 2] * 1e6, cases[c].what);
+    }
+    cu.set_current(NULL);
+    printf("  %.2f us  evs_spmv from C, no CUDA context current, mean of %d back-to-back calls\n",
+           back_to_back(st) * 1e6, CALLS);
+    EVS(evs_stream_destroy(wrapped));
     evs_dense_destroy(x);
     evs_dense_destroy(y);
     evs_csr_destroy(a);
