@@ -169,10 +169,22 @@ test-install: $(CMAKE)
 	if [ -n "$$left" ]; then echo "uninstall left files:"; echo "$$left"; exit 1; fi
 	@echo "install/uninstall, find_package and pkg-config: passed"
 
-# CPU timing of the issue's reference spmm (closing notes quote it).
-bench-cpu: build
-	$(CC) -std=c11 -O2 -Iinclude bench/cpu_spmm.c -o $(BUILD)/cpu_spmm -L$(STAGE) -levsparse -Wl,-rpath,$(STAGE)
-	$(BUILD)/cpu_spmm
+# The CPU bench: products beside scipy.sparse and torch (installed into .tools/bench, pinned, if
+# missing), then the per-call cost of a simulator step from C; one thread, then all cores.
+BENCH_PY   := $(CURDIR)/.tools/bench/bin/python
+BENCH_PINS := numpy==2.3.4 scipy==1.16.3 torch==2.9.1
+
+$(BENCH_PY):
+	$(PYTHON) -m venv $(CURDIR)/.tools/bench
+	$(CURDIR)/.tools/bench/bin/pip install --quiet $(BENCH_PINS)
+
+bench-cpu: build $(BENCH_PY)
+	$(CC) -std=c11 -O2 -Iinclude bench/cpu_step.c -o $(BUILD)/cpu_step -L$(STAGE) -levsparse -Wl,-rpath,$(STAGE)
+	EVS_LIBRARY=$(STAGE)/libevsparse.so $(BENCH_PY) bench/cpu.py
+	@echo "| step | threads | plan | µs per call |"
+	@echo "|---|---|---|---|"
+	@EVS_NUM_THREADS=1 $(BUILD)/cpu_step
+	@$(BUILD)/cpu_step
 
 # ---------------------------------------------------------------- GPU
 # The bundle the GPU check runs on a machine without Rust: the library (fatbin for GPU_ARCHS),

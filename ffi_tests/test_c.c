@@ -254,22 +254,38 @@ static void test_spmm(void) {
 
 /* ================================================================== plans */
 
-/* Every spmm algorithm forced in turn (evs_context_set_algorithm), checked against the
- * reference and against evs_last_plan; then the error paths of forcing. */
+/* Every spmm algorithm forced in turn (evs_context_set_algorithm): those the context's device
+ * runs are checked against the reference and against evs_last_plan, the others must fail with
+ * EVS_ERROR_NOT_SUPPORTED; then the error paths of forcing. */
 static void test_plans(void) {
-    static const char *forced[] = {"spmm_n:thread_per_row", "spmm_n:warp_per_row", "spmm_n:length_classes",
-                                   "spmm_t:scatter", "spmm_t:csc_gather"};
+    enum { GPU = 1, CPU = 2 };
+    static const struct {
+        const char *spec;
+        int runs;
+    } forced[] = {{"spmm_n:thread_per_row", GPU}, {"spmm_n:warp_per_row", GPU}, {"spmm_n:length_classes", GPU},
+                  {"spmm_n:row_ranges", CPU},     {"spmm_n:reference", CPU},   {"spmm_t:scatter", GPU | CPU},
+                  {"spmm_t:csc_gather", GPU | CPU}, {"spmm_t:reference", CPU}};
     CHECK(evs_last_plan() != NULL, "last plan never NULL");
     for (size_t f = 0; f < sizeof forced / sizeof *forced; f++) {
-        OK(evs_context_set_algorithm(ctx, forced[f]));
-        evs_op op = strncmp(forced[f], "spmm_n", 6) == 0 ? EVS_OP_N : EVS_OP_T;
-        /* scatter runs f32/f64 only */
+        OK(evs_context_set_algorithm(ctx, forced[f].spec));
+        evs_op op = strncmp(forced[f].spec, "spmm_n", 6) == 0 ? EVS_OP_N : EVS_OP_T;
+        /* scatter runs f32/f64 only on the GPU */
         evs_dtype t = FLOAT_DTYPES[2 + rnd_int(2)];
+        if (!(forced[f].runs & (is_cpu ? CPU : GPU))) {
+            Csr a = csr_random(t, 0, EVS_DTYPE_I32, 4);
+            int64_t in = op == EVS_OP_N ? a.k : a.m, out = op == EVS_OP_N ? a.m : a.k;
+            double *xv = random_values(t, (size_t)in, 0), *yv = random_values(t, (size_t)out, 0);
+            Arr x = arr_new(t, 1, in, 1, xv), y = arr_new(t, 1, out, 1, yv);
+            FAILS(EVS_ERROR_NOT_SUPPORTED, evs_spmv(st, op, EVS_INPUT_FLOAT, 1, a.h, x.d, 0, y.d));
+            CHECK(strstr(evs_last_error(), forced[f].spec) != NULL, "message names the plan: %s", evs_last_error());
+            csr_free(&a), arr_free(&x), arr_free(&y), free(xv), free(yv);
+            continue;
+        }
         for (int r = 0; r < 2; r++) {
             test_spmm_case(t, EVS_DTYPE_I32, rnd_int(2), op, EVS_INPUT_FLOAT, t, r ? 1 + rnd_int(70) : 0, 1.0, 0.0,
                            1 + rnd_int(40));
-            const char *want = is_cpu ? (op == EVS_OP_N ? "spmm_n:cpu" : "spmm_t:cpu") : forced[f];
-            CHECK(strcmp(evs_last_plan(), want) == 0, "last plan %s, forced %s", evs_last_plan(), forced[f]);
+            CHECK(strcmp(evs_last_plan(), forced[f].spec) == 0, "last plan %s, forced %s", evs_last_plan(),
+                  forced[f].spec);
         }
     }
     /* a forced algorithm that cannot run the call: scatter has no f16 atomics */

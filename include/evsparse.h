@@ -36,6 +36,11 @@
 #define EVS_VERSION_PATCH 0
 
 /**
+ * Thresholds of the CPU choosers.
+ */
+typedef struct CpuTable CpuTable;
+
+/**
  * A block-sparse (BSR) matrix.
  */
 typedef struct evs_bsr evs_bsr;
@@ -120,6 +125,8 @@ typedef int32_t evs_input_kind;
  * CUDA device with the given ordinal.
  */
 #define EVS_DEVICE_CUDA 2
+
+
 
 /**
  * IEEE 754 binary16.
@@ -245,7 +252,7 @@ const char *evs_last_error(void);
 
 /**
  * The algorithm the last operation on this thread ran, as "family:algorithm"
- * ("spmm_n:length_classes"; "family:cpu" on a CPU context; see `evs_context_set_algorithm`
+ * ("spmm_n:length_classes", "spmm_t:scatter"; see `evs_context_set_algorithm`
  * for the names), recorded when the call is dispatched; "" before the first. A static
  * string. Never NULL.
  */
@@ -289,18 +296,20 @@ evs_status evs_context_device(const struct evs_context *ctx,
  * matrix statistics cached at analysis, the call and the device. A call that a forced
  * algorithm cannot run fails with `EVS_ERROR_NOT_SUPPORTED`. Every context starts with the
  * spec in the environment variable `EVS_FORCE_ALGORITHM`, if set. An unknown family or
- * algorithm is `EVS_ERROR_INVALID_VALUE` and changes nothing. Applies to CUDA contexts (a CPU
- * context accepts and checks the spec, and runs its own loops). `evs_last_plan` tells what ran.
+ * algorithm is `EVS_ERROR_INVALID_VALUE` and changes nothing. Algorithms run on the GPU, on
+ * the CPU, or both (marked below); one forced on a context whose device does not run it fails
+ * the family's calls with `EVS_ERROR_NOT_SUPPORTED`. Every family has `reference` (CPU): the
+ * plainly written loops every other path is tested against. `evs_last_plan` tells what ran.
  *
  * Families and algorithms:
- * - `spmm_n` (spmv/spmm, `EVS_OP_N`): `thread_per_row`, `warp_per_row`, `length_classes`
- * - `spmm_t` (spmv/spmm, `EVS_OP_T`): `scatter` (f32/f64), `csc_gather`
- * - `yw2y`: `row_warp` (N), `entry_thread` (T)
- * - `dense_mm` (dense mv/mm): `mv_row_warp` (N, one column), `mv_column_blocks` (T, one column), `tiled`
- * - `csr_plasticity`: `pre_rows` (pre), `post_columns` (post)
- * - `dense_plasticity`: `row_stride`
- * - `bsrmm`: `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`
- * - `compact`: `one_block`
+ * - `spmm_n` (spmv/spmm, `EVS_OP_N`): GPU `thread_per_row`, `warp_per_row`, `length_classes`; CPU `row_ranges`, `reference`
+ * - `spmm_t` (spmv/spmm, `EVS_OP_T`): both `scatter` (GPU: f32/f64), `csc_gather`; CPU `reference`
+ * - `yw2y`: GPU `row_warp` (N), `entry_thread` (T); CPU `reference`
+ * - `dense_mm` (dense mv/mm): GPU `mv_row_warp` (N, one column), `mv_column_blocks` (T, one column), `tiled`; CPU `reference`
+ * - `csr_plasticity`: GPU `pre_rows` (pre), `post_columns` (post); CPU `reference`
+ * - `dense_plasticity`: GPU `row_stride`; CPU `reference`
+ * - `bsrmm`: GPU `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`; CPU `reference`
+ * - `compact`: GPU `one_block`; CPU `reference`
  */
 evs_status evs_context_set_algorithm(struct evs_context *ctx,
                                      const char *spec);

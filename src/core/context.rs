@@ -91,6 +91,14 @@ impl Context {
     }
 
     /// Runs host work: on a CPU context's thread pool, inline on a GPU context.
+    /// Threads a CPU context's work is shared among (1 on a GPU context).
+    pub fn threads(&self) -> usize {
+        match &self.backend {
+            Backend::Cpu(pool) => pool.current_num_threads(),
+            Backend::Cuda(_) => 1,
+        }
+    }
+
     pub fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
         match &self.backend {
             Backend::Cpu(pool) => pool.install(work),

@@ -30,10 +30,26 @@ fn disjoint_from_weights(out: (&str, &Dense), a: &Csr) -> Result<()> {
     }
 }
 
-/// Runs `work` on a CPU context's threads, recording the CPU plan of `A`'s family.
+/// One spmv (n = 1) or spmm call: `y = alpha·op(A)·x + beta·y`, its arguments checked.
+#[derive(Clone, Copy)]
+pub struct Product<'a> {
+    pub kind: InputKind,
+    pub alpha: f64,
+    pub a: &'a Csr,
+    pub x: &'a Dense,
+    pub beta: f64,
+    pub y: &'a Dense,
+}
+
+/// Runs `work`, the CPU reference of `A`'s family (its only CPU path), on the context's threads.
 fn on_cpu<A: Algorithm>(s: &Stream, work: impl FnOnce() -> Result<()> + Send) -> Result<()> {
-    plan::record_cpu(A::FAMILY);
+    decide(&s.ctx.forced, plan::Backend::Cpu, A::REFERENCE, |_| true)?;
     s.ctx.run(work)
+}
+
+/// The GPU algorithm of a call: the chooser's, or the forced one where it fits.
+fn gpu_plan<A: Algorithm>(s: &Stream, chosen: A, fits: impl Fn(A) -> bool) -> Result<A> {
+    decide(&s.ctx.forced, plan::Backend::Gpu, chosen, fits)
 }
 
 /// The dtype rules for an input read as floats or events.
@@ -94,18 +110,16 @@ pub fn spmm(
     disjoint((ya, y), &[(xa, x)])?;
     disjoint_from_weights((ya, y), a)?;
     let profile = a.expect_valid(s)?;
-    let forced = &s.ctx.forced;
-    let product = cuda::Product { kind, alpha, a, x, beta, y };
+    let product = Product { kind, alpha, a, x, beta, y };
     match (&s.ctx.backend, op) {
-        (Backend::Cpu(_), Op::N) => on_cpu::<plan::SpmmN>(s, || cpu::spmm(op, kind, alpha, a, x, beta, y)),
-        (Backend::Cpu(_), Op::T) => on_cpu::<plan::SpmmT>(s, || cpu::spmm(op, kind, alpha, a, x, beta, y)),
+        (Backend::Cpu(_), _) => cpu::spmm(s, op, &product),
         (Backend::Cuda(_), Op::N) => {
             let chosen = plan::choose_spmm_n(&profile.stats, y.cols, &s.ctx.device_info());
-            cuda::spmm_n(s, decide(forced, chosen, |_| true)?, profile, &product)
+            cuda::spmm_n(s, gpu_plan(s, chosen, |_| true)?, profile, &product)
         }
         (Backend::Cuda(_), Op::T) => {
             let fits = |alg| alg != plan::SpmmT::Scatter || plan::can_scatter(a.dtype);
-            let alg = decide(forced, plan::choose_spmm_t(&profile.stats, a.dtype, kind), fits)?;
+            let alg = gpu_plan(s, plan::choose_spmm_t(&profile.stats, a.dtype, kind), fits)?;
             cuda::spmm_t(s, alg, &product)
         }
     }
@@ -154,7 +168,7 @@ pub fn yw2y(
     match s.ctx.backend {
         Backend::Cpu(_) => on_cpu::<plan::Yw2y>(s, || cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
         Backend::Cuda(_) => {
-            let alg = decide(&s.ctx.forced, plan::choose_yw2y(op), |alg| alg == plan::choose_yw2y(op))?;
+            let alg = gpu_plan(s, plan::choose_yw2y(op), |alg| alg == plan::choose_yw2y(op))?;
             cuda::yw2y(s, alg, a, batch_weights, alpha, y, beta, out)
         }
     }
@@ -188,9 +202,9 @@ pub fn dense_mm(
             let fits = |alg| match alg {
                 plan::DenseMm::MvRowWarp => op == Op::N && c.cols == 1,
                 plan::DenseMm::MvColumnBlocks => op == Op::T && c.cols == 1,
-                plan::DenseMm::Tiled => true,
+                plan::DenseMm::Tiled | plan::DenseMm::Reference => true,
             };
-            let alg = decide(&s.ctx.forced, plan::choose_dense_mm(op, c.cols), fits)?;
+            let alg = gpu_plan(s, plan::choose_dense_mm(op, c.cols), fits)?;
             cuda::dense_mm(s, alg, op == Op::T, kind, alpha, w, x, beta, c)
         }
     }
@@ -219,7 +233,7 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &D
         Backend::Cpu(_) => on_cpu::<plan::CsrPlasticity>(s, || cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
         Backend::Cuda(_) => {
             let rule = plan::choose_csr_plasticity(post);
-            let alg = decide(&s.ctx.forced, rule, |alg| alg == rule)?;
+            let alg = gpu_plan(s, rule, |alg| alg == rule)?;
             cuda::csr_plasticity(s, alg, a, spikes, trace, lo, hi)
         }
     }
@@ -244,7 +258,7 @@ pub fn dense_plasticity(
     match s.ctx.backend {
         Backend::Cpu(_) => on_cpu::<plan::DensePlasticity>(s, || cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
         Backend::Cuda(_) => {
-            decide(&s.ctx.forced, plan::choose_dense_plasticity(), |_| true)?;
+            gpu_plan(s, plan::choose_dense_plasticity(), |_| true)?;
             cuda::dense_plasticity(s, post, w, spikes, trace, lo, hi)
         }
     }
@@ -266,7 +280,7 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
         Backend::Cpu(_) => on_cpu::<plan::Bsrmm>(s, || cpu::bsrmm(alpha, a, b, beta, c)),
         Backend::Cuda(_) => {
             let call = plan::BsrmmCall { dtype, bm: a.bm, bk: a.bk, aligned: cuda::bsrmm_aligned(a, b) };
-            let alg = decide(&s.ctx.forced, plan::choose_bsrmm(&call), |alg| call.fits(alg))?;
+            let alg = gpu_plan(s, plan::choose_bsrmm(&call), |alg| call.fits(alg))?;
             cuda::bsrmm(s, alg, alpha, a, b, beta, c)
         }
     }
@@ -294,7 +308,7 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
     match s.ctx.backend {
         Backend::Cpu(_) => on_cpu::<plan::Compact>(s, || cpu::compact(spikes, indices, count)),
         Backend::Cuda(_) => {
-            decide(&s.ctx.forced, plan::choose_compact(), |_| true)?;
+            gpu_plan(s, plan::choose_compact(), |_| true)?;
             cuda::compact(s, spikes, indices, count)
         }
     }

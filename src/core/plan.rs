@@ -1,8 +1,10 @@
-//! Plans: which kernel variant (algorithm) runs a call on the GPU.
+//! Plans: which kernel variant (algorithm) runs a call, on the GPU or on the CPU.
 //!
-//! Every operation family has a small enum of algorithms named for what they do, and one pure
-//! chooser that picks one from the matrix statistics cached at analysis, the call (op, n,
-//! dtype, input kind) and the device. The thresholds a chooser uses live in one table per
+//! Every operation family has a small enum of algorithms named for what they do, each marked
+//! with the backends that run it, and one pure chooser per backend that picks one from the
+//! matrix statistics cached at analysis, the call (op, n, dtype, input kind) and the device.
+//! Every family has `reference`: the CPU's plainly written path, which the tests compare every
+//! other CPU path with. The thresholds a chooser uses live in one table per
 //! family, each with the measurement that set it (bench/NOTES.md has the runs).
 //!
 //! A context can force an algorithm per family (`evs_context_set_algorithm`, or the
@@ -22,16 +24,41 @@ pub trait Algorithm: Copy + PartialEq + std::fmt::Debug + 'static {
     const FAMILY: Family;
     /// Every algorithm of the family, in declaration order.
     const ALL: &'static [Self];
+    /// The family's plainly written CPU path.
+    const REFERENCE: Self;
     /// "family:algorithm", as `evs_last_plan` reports it (NUL-terminated for the C API).
     fn plan(self) -> &'static str;
+    /// The backends that run it.
+    fn runs(self) -> Runs;
     fn position(self) -> usize {
         Self::ALL.iter().position(|&a| a == self).expect("every algorithm is in ALL")
     }
 }
 
+/// The backends that run an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runs {
+    Gpu,
+    Cpu,
+    Both,
+}
+
+impl Runs {
+    pub fn on(self, backend: Backend) -> bool {
+        matches!((self, backend), (Runs::Both, _) | (Runs::Gpu, Backend::Gpu) | (Runs::Cpu, Backend::Cpu))
+    }
+}
+
+/// The backend a call runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Gpu,
+    Cpu,
+}
+
 macro_rules! algorithms {
     ($($(#[$fdoc:meta])* $family:ident = $fname:literal {
-        $($(#[$vdoc:meta])* $variant:ident = $vname:literal,)*
+        $($(#[$vdoc:meta])* $variant:ident = $vname:literal on $runs:ident,)*
     })*) => {
         /// The operation families that have a plan.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,8 +66,6 @@ macro_rules! algorithms {
 
         /// Each family's name and its algorithms' names, in `Family` order.
         pub const FAMILIES: &[(&str, &[&str])] = &[$(($fname, &[$($vname),*])),*];
-        /// "family:cpu", reported for calls that ran on a CPU context.
-        const CPU_PLANS: &[&str] = &[$(concat!($fname, ":cpu\0")),*];
 
         $(
             $(#[$fdoc])*
@@ -50,75 +75,106 @@ macro_rules! algorithms {
             impl Algorithm for $family {
                 const FAMILY: Family = Family::$family;
                 const ALL: &'static [Self] = &[$($family::$variant),*];
+                const REFERENCE: Self = $family::Reference;
                 fn plan(self) -> &'static str {
                     match self { $($family::$variant => concat!($fname, ":", $vname, "\0")),* }
+                }
+                fn runs(self) -> Runs {
+                    match self { $($family::$variant => Runs::$runs),* }
                 }
             }
         )*
     };
 }
 
+/// Every family's CPU reference, as a spec for `Forced::apply`.
+pub fn all_reference() -> String {
+    FAMILIES.iter().map(|(f, _)| format!("{f}:reference")).collect::<Vec<_>>().join(",")
+}
+
 algorithms! {
     /// spmv / spmm with the matrix as stored.
     SpmmN = "spmm_n" {
         /// One thread per row (n = 1: the short rows of spiking networks and graphs).
-        ThreadPerRow = "thread_per_row",
+        ThreadPerRow = "thread_per_row" on Gpu,
         /// One warp per row (and 64 columns of B), entries broadcast by shuffles.
-        WarpPerRow = "warp_per_row",
+        WarpPerRow = "warp_per_row" on Gpu,
         /// Rows binned by length at analysis: a thread (n = 1), a warp or a block per row,
         /// long rows first, in one launch; f32/f64 spread long rows over blocks of
         /// `SPMM_N.long_row_chunk` entries that add into C with atomics.
-        LengthClasses = "length_classes",
+        LengthClasses = "length_classes" on Gpu,
+        /// Threads over row ranges of equal entry counts (one range, on the calling thread,
+        /// for small calls); each row adds rows of B in panels of columns, with the machine's
+        /// SIMD width.
+        RowRanges = "row_ranges" on Cpu,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
     /// spmv / spmm transposed.
     SpmmT = "spmm_t" {
-        /// Rows with live input add into the output with atomics (f32/f64).
-        Scatter = "scatter",
-        /// One warp per output column, along the cached CSC mirror; no atomics.
-        CscGather = "csc_gather",
+        /// Rows with live input add into the output: with atomics (GPU, f32/f64), or into an
+        /// accumulator of the calling thread, touching only the active synapses (CPU).
+        Scatter = "scatter" on Both,
+        /// Output rows gather along the cached CSC mirror, without atomics: a warp per output
+        /// column (GPU), or threads over output rows with the machine's SIMD width (CPU).
+        CscGather = "csc_gather" on Both,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
     /// Per-synapse products.
     Yw2y = "yw2y" {
         /// N: one warp per row.
-        RowWarp = "row_warp",
+        RowWarp = "row_warp" on Gpu,
         /// T: one thread per stored entry.
-        EntryThread = "entry_thread",
+        EntryThread = "entry_thread" on Gpu,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
     /// Dense weights times events or floats.
     DenseMm = "dense_mm" {
         /// N with one column: one warp per output row.
-        MvRowWarp = "mv_row_warp",
+        MvRowWarp = "mv_row_warp" on Gpu,
         /// T with one column: blocks over output columns, reducing over rows.
-        MvColumnBlocks = "mv_column_blocks",
+        MvColumnBlocks = "mv_column_blocks" on Gpu,
         /// Any shape: 64 x 64 output tiles staged through shared memory.
-        Tiled = "tiled",
+        Tiled = "tiled" on Gpu,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
     /// Plasticity on CSR weights.
     CsrPlasticity = "csr_plasticity" {
         /// Pre: one warp per row of an active pre-neuron.
-        PreRows = "pre_rows",
+        PreRows = "pre_rows" on Gpu,
         /// Post: one warp per CSC column of an active post-neuron.
-        PostColumns = "post_columns",
+        PostColumns = "post_columns" on Gpu,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
     /// Plasticity on dense weights.
     DensePlasticity = "dense_plasticity" {
         /// Blocks of 256 columns over a stride of rows.
-        RowStride = "row_stride",
+        RowStride = "row_stride" on Gpu,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
     /// Block-sparse times dense.
     Bsrmm = "bsrmm" {
         /// Tensor cores, 64 x 128 tiles of C staged through shared memory (f16/bf16, blocks of
         /// at least 64 x 32, aligned operands).
-        Tiled = "tiled",
+        Tiled = "tiled" on Gpu,
         /// Tensor cores from global memory (f16/bf16, aligned operands).
-        Wmma = "wmma",
+        Wmma = "wmma" on Gpu,
         /// One thread per output element (any dtype and shape).
-        Simt = "simt",
+        Simt = "simt" on Gpu,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
     /// Event compaction.
     Compact = "compact" {
         /// One block with warp ballots.
-        OneBlock = "one_block",
+        OneBlock = "one_block" on Gpu,
+        /// The CPU's plainly written path.
+        Reference = "reference" on Cpu,
     }
 }
 
@@ -223,6 +279,33 @@ pub fn choose_spmm_t(stats: &CsrStats, dtype: DType, kind: InputKind) -> SpmmT {
     }
 }
 
+/// Thresholds of the CPU choosers.
+pub struct CpuTable {
+    /// Calls with fewer multiply-adds than this run on the calling thread: handing work to the
+    /// thread pool and back costs several microseconds.
+    pub inline_work_max: usize,
+    /// spmm T scatters when the rows with live input hold less than 1 / `scatter_share` of the
+    /// stored entries (the scatter runs on one thread, the gather on all).
+    pub scatter_share: usize,
+}
+
+/// Set from `make bench-cpu` (bench/NOTES.md, "CPU").
+pub const CPU: CpuTable = CpuTable { inline_work_max: 1 << 15, scatter_share: 8 };
+
+/// spmv / spmm N on the CPU.
+pub fn choose_spmm_n_cpu() -> SpmmN {
+    SpmmN::RowRanges
+}
+
+/// spmv / spmm T on the CPU, from the stored entries the live input rows reach.
+pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
+    if live_entries.saturating_mul(CPU.scatter_share) < nnz {
+        SpmmT::Scatter
+    } else {
+        SpmmT::CscGather
+    }
+}
+
 /// Atomic adds exist for the output dtype and keep the accumulator's precision.
 pub fn can_scatter(dtype: DType) -> bool {
     matches!(dtype, DType::F32 | DType::F64)
@@ -280,7 +363,7 @@ impl BsrmmCall {
         match alg {
             Bsrmm::Tiled => self.tensor_cores() && self.bm >= 64 && self.bk >= 32,
             Bsrmm::Wmma => self.tensor_cores(),
-            Bsrmm::Simt => true,
+            Bsrmm::Simt | Bsrmm::Reference => true,
         }
     }
 }
@@ -351,26 +434,22 @@ fn parse(spec: &str) -> Result<Vec<(usize, u8)>> {
     Ok(out)
 }
 
-/// The chooser's pick, or the forced algorithm where it can run the call (`fits`); records
-/// the plan for `evs_last_plan`.
-pub fn decide<A: Algorithm>(forced: &Forced, chosen: A, fits: impl Fn(A) -> bool) -> Result<A> {
+/// The chooser's pick, or the forced algorithm where it runs on `backend` and can run the call
+/// (`fits`); records the plan for `evs_last_plan`.
+pub fn decide<A: Algorithm>(forced: &Forced, backend: Backend, chosen: A, fits: impl Fn(A) -> bool) -> Result<A> {
     let alg = match forced.get::<A>() {
-        Some(f) if fits(f) => f,
+        Some(f) if f.runs().on(backend) && fits(f) => f,
         Some(f) => {
+            let why = if f.runs().on(backend) { "this call" } else { "on this backend" };
             return Err(Error::not_supported(format!(
-                "the forced algorithm {} cannot run this call (evs_context_set_algorithm / EVS_FORCE_ALGORITHM)",
+                "the forced algorithm {} cannot run {why} (evs_context_set_algorithm / EVS_FORCE_ALGORITHM)",
                 plan_name(f.plan())
-            )))
+            )));
         }
         None => chosen,
     };
     record(alg.plan());
     Ok(alg)
-}
-
-/// Records that a call of `family` ran on the CPU backend.
-pub fn record_cpu(family: Family) {
-    record(CPU_PLANS[family.index()]);
 }
 
 thread_local! {
@@ -443,6 +522,8 @@ mod tests {
         assert_eq!(choose_bsrmm(&call(DType::F16, 16, 16, true)), Bsrmm::Wmma);
         assert_eq!(choose_bsrmm(&call(DType::F16, 64, 64, false)), Bsrmm::Simt);
         assert_eq!(choose_bsrmm(&call(DType::F32, 64, 64, true)), Bsrmm::Simt);
+        assert_eq!(choose_spmm_t_cpu(20 * 80, 4000 * 80), SpmmT::Scatter);
+        assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80), SpmmT::CscGather);
     }
 
     #[test]
@@ -452,11 +533,18 @@ mod tests {
         forced.apply("spmm_n:thread_per_row, bsrmm:simt").unwrap();
         assert_eq!(forced.get::<SpmmN>(), Some(SpmmN::ThreadPerRow));
         assert_eq!(forced.get::<Bsrmm>(), Some(Bsrmm::Simt));
-        let alg = decide(&forced, SpmmN::WarpPerRow, |_| true).unwrap();
+        let alg = decide(&forced, Backend::Gpu, SpmmN::WarpPerRow, |_| true).unwrap();
         assert_eq!((alg, plan_name(last())), (SpmmN::ThreadPerRow, "spmm_n:thread_per_row"));
         assert!(last().ends_with('\0'));
-        let err = decide(&forced, Bsrmm::Tiled, |a| a != Bsrmm::Simt).unwrap_err();
+        let err = decide(&forced, Backend::Gpu, Bsrmm::Tiled, |a| a != Bsrmm::Simt).unwrap_err();
         assert_eq!(err.status, crate::error::EVS_ERROR_NOT_SUPPORTED);
+        // a GPU algorithm forced on the CPU, and the reference forced on the GPU
+        let err = decide(&forced, Backend::Cpu, SpmmN::RowRanges, |_| true).unwrap_err();
+        assert!(err.message.contains("on this backend"), "{}", err.message);
+        forced.apply("spmm_n:reference").unwrap();
+        assert!(decide(&forced, Backend::Gpu, SpmmN::WarpPerRow, |_| true).is_err());
+        assert_eq!(decide(&forced, Backend::Cpu, SpmmN::RowRanges, |_| true).unwrap(), SpmmN::Reference);
+        forced.apply("spmm_n:thread_per_row").unwrap();
         // a bad item rejects the whole spec
         for bad in ["spmm_n", "nope:x", "spmm_n:nope", "spmm_n:auto,bsrmm:fast"] {
             assert!(forced.apply(bad).is_err(), "{bad}");
@@ -464,9 +552,9 @@ mod tests {
         assert_eq!(forced.get::<SpmmN>(), Some(SpmmN::ThreadPerRow));
         forced.apply("spmm_n:auto").unwrap();
         assert_eq!(forced.get::<SpmmN>(), None);
-        assert_eq!(decide(&forced, SpmmN::WarpPerRow, |_| true).unwrap(), SpmmN::WarpPerRow);
-        record_cpu(Family::Bsrmm);
-        assert_eq!(plan_name(last()), "bsrmm:cpu");
+        assert_eq!(decide(&forced, Backend::Gpu, SpmmN::WarpPerRow, |_| true).unwrap(), SpmmN::WarpPerRow);
+        forced.apply(&all_reference()).unwrap();
+        assert_eq!(forced.get::<Compact>(), Some(Compact::Reference));
     }
 
     #[test]
@@ -479,5 +567,10 @@ mod tests {
         }
         assert_eq!(SpmmN::LengthClasses.plan(), "spmm_n:length_classes\0");
         assert_eq!(SpmmN::LengthClasses.position(), 2);
+        for family in FAMILIES {
+            assert!(family.1.contains(&"reference"), "{} has a CPU reference", family.0);
+        }
+        assert!(SpmmT::Scatter.runs().on(Backend::Cpu) && SpmmT::Scatter.runs().on(Backend::Gpu));
+        assert!(!SpmmN::WarpPerRow.runs().on(Backend::Cpu) && !SpmmN::Reference.runs().on(Backend::Gpu));
     }
 }

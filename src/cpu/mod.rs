@@ -1,16 +1,20 @@
-//! The CPU backend: plain, multi-threaded loops that are also the reference for every GPU
-//! result. Kernels read inputs into packed accumulator arrays first, so each loop below is
-//! the formula of SPEC §3 written out once.
+//! The CPU backend. Every operation has a reference: plain, multi-threaded loops that read
+//! inputs into packed accumulator arrays first, so that each is the formula of SPEC §3 written
+//! out once (`sparse`, `dense`, `bsr`, `events`); the tests compare every other CPU path, and
+//! every GPU result, with it. The fast paths the plan picks by default live beside it
+//! (`products`: spmv / spmm).
 
 mod bsr;
 mod dense;
 mod events;
+mod products;
 mod sparse;
 
 pub use bsr::bsrmm;
 pub use dense::{dense_mm, dense_plasticity};
 pub use events::compact;
-pub use sparse::{analyse, csr_plasticity, csr_to_csc, spmm, yw2y};
+pub use products::spmm;
+pub use sparse::{analyse, csr_plasticity, csr_to_csc, yw2y};
 
 use crate::core::dense::Dense;
 use crate::core::InputKind;

@@ -9,13 +9,13 @@ use crate::error::Result;
 use rayon::prelude::*;
 
 /// Per-entry weights in accumulator precision.
-enum EntryWeights<'a, T: Float> {
+pub(super) enum EntryWeights<'a, T: Float> {
     Homo(T::Acc),
     Hetero(&'a [T]),
 }
 
 impl<T: Float> EntryWeights<'_, T> {
-    fn of(a: &Csr) -> EntryWeights<'_, T> {
+    pub(super) fn of(a: &Csr) -> EntryWeights<'_, T> {
         match &a.weights {
             Weights::Homo(v) => EntryWeights::Homo(T::Acc::cast(*v)),
             // SAFETY: T is the csr dtype; CPU arrays are host memory.
@@ -23,8 +23,22 @@ impl<T: Float> EntryWeights<'_, T> {
         }
     }
 
+    /// Asks for the cache line of weight `j` (heterogeneous weights).
     #[inline]
-    fn at(&self, j: usize) -> T::Acc {
+    pub(super) fn prefetch(&self, j: usize) {
+        self.prefetch_range(j..j + 1);
+    }
+
+    /// Asks for the cache lines of weights `range` (heterogeneous weights).
+    #[inline]
+    pub(super) fn prefetch_range(&self, range: std::ops::Range<usize>) {
+        if let EntryWeights::Hetero(w) = self {
+            super::products::prefetch(&w[range]);
+        }
+    }
+
+    #[inline]
+    pub(super) fn at(&self, j: usize) -> T::Acc {
         match self {
             EntryWeights::Homo(v) => *v,
             EntryWeights::Hetero(w) => w[j].to_acc(),

@@ -9,11 +9,17 @@ use crate::core::bsr::Bsr;
 use crate::core::context::Stream;
 use crate::core::csr::{Csr, Profile, Weights};
 use crate::core::dense::Dense;
-use crate::core::plan::{can_scatter, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
+use crate::core::ops::Product;
+use crate::core::plan::{can_scatter, plan_name, Algorithm, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
 use crate::core::InputKind;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use cudarc::driver::sys;
+
+/// The error of a CPU algorithm reaching the GPU (`plan::decide` lets none through).
+fn cpu_only(alg: impl Algorithm) -> Error {
+    Error::internal(format!("{} runs on the CPU only", plan_name(alg.plan())))
+}
 
 /// The structure and weights of a CSR matrix as kernel arguments.
 fn csr_args(a: &Csr) -> Args {
@@ -38,16 +44,6 @@ fn csr_args(a: &Csr) -> Args {
 fn with_csc(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     let csc = a.device_analysis(s)?;
     Ok(Args { colptr: csc.colptr.addr(), rowind: csc.rowind.addr(), perm: csc.perm.addr(), ..args })
-}
-
-/// One spmv (n = 1) or spmm call: `y = alpha·op(A)·x + beta·y`.
-pub struct Product<'a> {
-    pub kind: InputKind,
-    pub alpha: f64,
-    pub a: &'a Csr,
-    pub x: &'a Dense,
-    pub beta: f64,
-    pub y: &'a Dense,
 }
 
 /// The kernel arguments of a product.
@@ -84,6 +80,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
     let args = product_args(p);
     let vector = n == 1;
     match alg {
+        SpmmN::RowRanges | SpmmN::Reference => Err(cpu_only(alg)),
         SpmmN::ThreadPerRow => {
             let grid = Grid::new(((a.m as u64).div_ceil(THREADS as u64), 1), (THREADS, 1));
             gpu.launch(stream, gpu.kernel(SPMM_N_THREAD, t, input)?, grid, &args)
@@ -129,6 +126,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
     let args = product_args(p);
     let vector = n == 1;
     match alg {
+        SpmmT::Reference => Err(cpu_only(alg)),
         SpmmT::Scatter => {
             let out = Args { m: a.k as i64, ..args };
             gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, (a.k * n) as u64), &out)?;
@@ -173,6 +171,7 @@ pub fn yw2y(
     };
     let t = Some(a.dtype);
     match alg {
+        Yw2y::Reference => Err(cpu_only(alg)),
         Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * batches) as u64), &args),
         Yw2y::EntryThread => {
             gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, Grid::strided(gpu, (a.nnz * batches) as u64), &args)
@@ -213,6 +212,7 @@ pub fn dense_mm(
     let (t, input) = (Some(w.dtype), Some(x.dtype));
     let (m, n) = (c.rows as u64, c.cols as u64);
     let (family, grid) = match alg {
+        DenseMm::Reference => return Err(cpu_only(alg)),
         DenseMm::MvRowWarp => (DENSE_MV_N, Grid::warps(m)),
         DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
         DenseMm::Tiled => {
@@ -238,6 +238,7 @@ pub fn csr_plasticity(
     let args = Args { x: spikes.buf.addr(), aux: trace.buf.addr(), lo, hi, ..csr_args(a) };
     let (t, e) = (Some(a.dtype), Some(spikes.dtype));
     match alg {
+        CsrPlasticity::Reference => Err(cpu_only(alg)),
         CsrPlasticity::PostColumns => {
             gpu.launch(stream, gpu.kernel(CSR_POST, t, e)?, Grid::warps(a.k as u64), &with_csc(s, a, args)?)
         }
@@ -300,6 +301,7 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
     let (t, tc) = (Some(a.values.dtype), Some(c.dtype));
     let (rows, n) = (a.rows() as u64, c.cols as u64);
     let (family, grid) = match alg {
+        Bsrmm::Reference => return Err(cpu_only(alg)),
         // 64 x 128 tiles of C staged through shared memory, one 64-row strip of a block row each
         Bsrmm::Tiled => (BSRMM_TILED, Grid::new((n.div_ceil(128), rows / 64), (256, 1))),
         Bsrmm::Wmma => (BSRMM_WMMA, Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1))),

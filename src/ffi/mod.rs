@@ -86,7 +86,7 @@ pub extern "C" fn evs_last_error() -> *const c_char {
 }
 
 /// The algorithm the last operation on this thread ran, as "family:algorithm"
-/// ("spmm_n:length_classes"; "family:cpu" on a CPU context; see `evs_context_set_algorithm`
+/// ("spmm_n:length_classes", "spmm_t:scatter"; see `evs_context_set_algorithm`
 /// for the names), recorded when the call is dispatched; "" before the first. A static
 /// string. Never NULL.
 #[no_mangle]

@@ -1,0 +1,174 @@
+"""CPU benchmark: evsparse's CPU backend (through ctypes, on numpy arrays wrapped zero-copy)
+beside scipy.sparse and torch's CPU products, in the same run, with one thread and with every
+core (EVS_NUM_THREADS is read when a context is created; torch.set_num_threads for torch; scipy's
+sparse products are single-threaded).
+
+Each row: median of REPS runs after WARMUP (wall clock; CPU calls return when done). The floor
+column is the bytes that must move (A's structure and weights, B once, C once) over the measured
+memory bandwidth of the same thread count (a large numpy copy). Per-call costs of the small
+simulator steps come from bench/cpu_step.c (ctypes adds microseconds to every call).
+
+    EVS_LIBRARY=path/to/libevsparse.so python3 bench/cpu.py [--quick]
+"""
+
+import argparse
+import ctypes as C
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+WARMUP, REPS = 2, 21
+F32, I32 = 3, 6
+OP_N, OP_T = 0, 1
+FLOAT = 0
+P, D, i32, i64 = C.c_void_p, C.c_double, C.c_int32, C.c_int64
+PP = C.POINTER(C.c_void_p)
+
+
+class Evs:
+    """A CPU context with a thread count, and the entry points the bench needs."""
+
+    SIGNATURES = {
+        "evs_last_error": ([], C.c_char_p),
+        "evs_last_plan": ([], C.c_char_p),
+        "evs_context_create": ([i32, i32, PP], i32),
+        "evs_context_set_algorithm": ([P, C.c_char_p], i32),
+        "evs_stream_create": ([P, PP], i32),
+        "evs_dense_wrap_matrix": ([P, i32, i64, i64, i64, P, PP], i32),
+        "evs_csr_wrap": ([P, i64, i64, i64, i32, P, P, i32, P, D, PP], i32),
+        "evs_csr_analyse": ([P, P], i32),
+        "evs_spmm": ([P, i32, i32, D, P, P, D, P], i32),
+    }
+
+    def __init__(self, path, threads):
+        self.lib = C.CDLL(path)
+        for name, (args, res) in self.SIGNATURES.items():
+            fn = getattr(self.lib, name)
+            fn.argtypes, fn.restype = args, res
+        os.environ["EVS_NUM_THREADS"] = str(threads)
+        self.ctx = self.out("evs_context_create", 1, 0)
+        self.stream = self.out("evs_stream_create", self.ctx)
+
+    def call(self, name, *args):
+        status = getattr(self.lib, name)(*args)
+        if status != 0:
+            raise RuntimeError(f"{name}: status {status}: {self.lib.evs_last_error().decode()}")
+
+    def out(self, name, *args):
+        h = C.c_void_p()
+        self.call(name, *args, C.byref(h))
+        return h
+
+    def dense(self, a):
+        return self.out("evs_dense_wrap_matrix", self.ctx, F32, a.shape[0], a.shape[1], a.strides[0] // 4, a.ctypes.data)
+
+    def csr(self, a):
+        h = self.out("evs_csr_wrap", self.ctx, a.shape[0], a.shape[1], a.nnz, I32, a.indptr.ctypes.data,
+                     a.indices.ctypes.data, F32, a.data.ctypes.data, 0.0)
+        self.call("evs_csr_analyse", self.stream, h)
+        return h
+
+    def force(self, spec):
+        self.call("evs_context_set_algorithm", self.ctx, spec.encode())
+
+    def plan(self):
+        return self.lib.evs_last_plan().decode()
+
+
+def timed(fn):
+    """Median seconds of REPS runs after WARMUP."""
+    for _ in range(WARMUP):
+        fn()
+    times = []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bandwidth(threads):
+    """Copy bandwidth (GB/s, read + write) of a 256 MB array: numpy with one thread, torch's
+    parallel copy with several."""
+    src = np.random.rand(1 << 25)
+    dst = np.empty_like(src)
+    if threads == 1:
+        return 2 * src.nbytes / timed(lambda: np.copyto(dst, src)) / 1e9
+    torch.set_num_threads(threads)
+    s, d = torch.from_numpy(src), torch.from_numpy(dst)
+    return 2 * src.nbytes / timed(lambda: d.copy_(s)) / 1e9
+
+
+def random_csr(m, k, per_row, rng):
+    """Fixed entries per row, uniform random columns (sorted within rows), f32 weights."""
+    indptr = np.arange(0, (m + 1) * per_row, per_row, dtype=np.int32)
+    indices = np.sort(rng.integers(0, k, (m, per_row), dtype=np.int32), axis=1).reshape(-1)
+    data = rng.random(m * per_row, dtype=np.float32)
+    return sp.csr_matrix((data, indices, indptr), shape=(m, k))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    path = os.environ.get("EVS_LIBRARY", "target/release/libevsparse.so")
+    cores = os.cpu_count()
+    rng = np.random.default_rng(1)
+    print(f"CPU: {platform.processor() or platform.machine()}, {cores} cores; numpy {np.__version__}, "
+          f"scipy {sp.__name__ and __import__('scipy').__version__}, torch {torch.__version__}")
+    rows = []
+    per_rows = [200] if args.quick else [200, 1000]
+    for threads in sorted({1, cores}):
+        evs = Evs(path, threads)
+        torch.set_num_threads(threads)
+        gbs = bandwidth(threads)
+        for per_row in per_rows:
+            m = k = 10000
+            n = 128
+            a = random_csr(m, k, per_row, rng)
+            at = a.T.tocsr()
+            b = rng.random((k, n), dtype=np.float32)
+            c = np.empty((m, n), dtype=np.float32)
+            ha, hb, hc = evs.csr(a), evs.dense(b), evs.dense(c)
+            ta = torch.sparse_csr_tensor(torch.from_numpy(a.indptr.astype(np.int64)),
+                                         torch.from_numpy(a.indices.astype(np.int64)), torch.from_numpy(a.data),
+                                         size=a.shape)
+            tat = ta.t().to_sparse_csr()
+            tb = torch.from_numpy(b)
+            nbytes = a.nnz * 8 + b.nbytes + c.nbytes
+            for op, name in ((OP_N, "N"), (OP_T, "T")):
+                run = lambda: evs.call("evs_spmm", evs.stream, op, FLOAT, 1.0, ha, hb, 0.0, hc)
+                want = a @ b if op == OP_N else a.T @ b
+                for alg in ("auto", "reference"):
+                    evs.force(f"spmm_{name.lower()}:{alg}")
+                    run()
+                    plan = evs.plan()
+                    err = np.abs(c - want).max() / np.abs(want).max()
+                    assert err < 1e-5, f"{plan}: relative error {err}"
+                    ours = timed(run)
+                    if threads == 1:
+                        base, base_name = timed(lambda: a @ b if op == OP_N else at @ b), "scipy " + (
+                            "A @ B" if op == OP_N else "A.T @ B (CSR of Aᵀ)")
+                    else:
+                        base, base_name = timed(lambda: ta @ tb if op == OP_N else tat @ tb), "torch " + (
+                            "A @ B" if op == OP_N else "Aᵀ @ B (CSR of Aᵀ)")
+                    rows.append((f"spmm {name} 10000² ×{per_row}/row, B 128 f32", threads, plan, ours, base_name, base,
+                                 2 * a.nnz * n / ours / 1e9, nbytes / gbs / 1e9 / ours))
+                    print(" | ".join(str(x) for x in rows[-1]), flush=True)
+                evs.force(f"spmm_{name.lower()}:auto")
+    print()
+    head = ("workload", "threads", "plan", "evsparse ms", "baseline", "baseline ms", "speed-up", "GFLOP/s", "% of floor")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for w, t, plan, ours, bname, base, gflops, floor in rows:
+        print(f"| {w} | {t} | {plan} | {ours * 1e3:.1f} | {bname} | {base * 1e3:.1f} | {base / ours:.2f}x | "
+              f"{gflops:.1f} | {100 * floor:.0f}% |")
+
+
+if __name__ == "__main__":
+    main()

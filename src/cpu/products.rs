@@ -1,0 +1,516 @@
+//! The fast CPU paths of spmv / spmm (SPEC §3), chosen by `core::plan` like the GPU kernels:
+//! N over row ranges of equal entry counts, T gathering along the CSC mirror or scattering the
+//! rows with live input. The plainly written reference they are tested against is
+//! `sparse::spmm` (tests/backends.rs forces every path on the same random inputs).
+//!
+//! Inner loops add whole rows of the input in panels of `PANEL` columns, compiled for several
+//! instruction sets and picked at run time (multiversion). They multiply and add in two
+//! roundings (no fused multiply-add), so a result is the same bit for bit on every machine.
+//! Calls too small to share run on the calling thread; buffers live in a per-thread scratch
+//! that grows to the largest call and is reused, so a repeated call allocates nothing.
+
+use super::sparse::{self, EntryWeights};
+use super::Blend;
+use crate::core::context::Stream;
+use crate::core::csr::{with_index, Analysis, CsrView, Index};
+use crate::core::dense::Dense;
+use crate::core::ops::Product;
+use crate::core::plan::{self, decide, Backend, SpmmN, SpmmT, CPU};
+use crate::core::{InputKind, Op};
+use crate::dtype::{with_event, with_float, Acc, DType, Event, Float};
+use crate::error::Result;
+use multiversion::multiversion;
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::ops::Range;
+
+/// Columns of the input one pass over a row's entries accumulates: 128 f32 are eight AVX-512
+/// registers, 128 f64 sixteen (of 32).
+const PANEL: usize = 128;
+
+/// Row ranges per thread: more than one, so that a range that runs slow is shared out.
+const RANGES_PER_THREAD: usize = 4;
+
+/// spmv / spmm on a CPU context, with the algorithm the plan picks.
+pub fn spmm(s: &Stream, op: Op, p: &Product) -> Result<()> {
+    with_float!(p.a.dtype, T => spmm_typed::<T>(s, op, p))
+}
+
+fn spmm_typed<T: Float>(s: &Stream, op: Op, p: &Product) -> Result<()>
+where
+    T::Acc: Scratched,
+{
+    let forced = &s.ctx.forced;
+    let reference = || s.ctx.run(|| sparse::spmm(op, p.kind, p.alpha, p.a, p.x, p.beta, p.y));
+    SCRATCH.with_borrow_mut(|scratch| {
+        let (Buffers { input, gathered, acc }, live_rows) = T::Acc::parts(scratch);
+        let a = p.a;
+        match op {
+            Op::N => match decide(forced, Backend::Cpu, plan::choose_spmm_n_cpu(), |_| true)? {
+                SpmmN::Reference => reference(),
+                _ => {
+                    let input = Input::of::<T>(p.x, p.kind, input)?;
+                    // SAFETY (views): P is the index type; host memory.
+                    with_index!(a.index, P => gather::<T, _>(s, &unsafe { a.view::<P>() }, &input, p))
+                }
+            },
+            Op::T => {
+                let live = LiveRows::of::<T>(p.x, p.kind, live_rows, input)?;
+                let live_entries = with_index!(a.index, P => live.entries(&unsafe { a.view::<P>() }));
+                match decide(forced, Backend::Cpu, plan::choose_spmm_t_cpu(live_entries, a.nnz), |_| true)? {
+                    SpmmT::Reference => reference(),
+                    SpmmT::Scatter if adds_in_place(p) => {
+                        with_index!(a.index, P => scatter_in_place::<T, _>(&unsafe { a.view::<P>() }, &live, p))
+                    }
+                    SpmmT::Scatter => {
+                        with_index!(a.index, P => scatter::<T, _>(&unsafe { a.view::<P>() }, &live, acc, p))
+                    }
+                    SpmmT::CscGather => gather::<T, _>(s, a.analysis(), &Input::of::<T>(p.x, p.kind, gathered)?, p),
+                }
+            }
+        }
+    })
+}
+
+// ---------------------------------------------------------------- per-thread scratch
+
+/// Buffers a call reuses: packed inputs and the scatter accumulator, per accumulator type.
+#[derive(Default)]
+pub struct Buffers<A> {
+    /// The input in accumulator precision (N, gather) or the live rows' values (scatter).
+    input: Vec<A>,
+    /// The input packed for the gather, when the scatter's scan came first.
+    gathered: Vec<A>,
+    /// The scatter's accumulator, one row per output row, all zero between calls.
+    acc: Vec<A>,
+}
+
+#[derive(Default)]
+pub struct Scratch {
+    f32: Buffers<f32>,
+    f64: Buffers<f64>,
+    live: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Accumulator types with their own buffers in the scratch.
+pub trait Scratched: Acc {
+    fn parts(s: &mut Scratch) -> (&mut Buffers<Self>, &mut Vec<u32>);
+}
+
+impl Scratched for f32 {
+    fn parts(s: &mut Scratch) -> (&mut Buffers<f32>, &mut Vec<u32>) {
+        (&mut s.f32, &mut s.live)
+    }
+}
+
+impl Scratched for f64 {
+    fn parts(s: &mut Scratch) -> (&mut Buffers<f64>, &mut Vec<u32>) {
+        (&mut s.f64, &mut s.live)
+    }
+}
+
+// ---------------------------------------------------------------- inputs
+
+/// The input as rows of accumulator values: the caller's array itself when it holds floats of
+/// the accumulator's type, else a packed copy in a scratch buffer.
+struct Input<'a, A> {
+    data: &'a [A],
+    ld: usize,
+}
+
+impl<'a, A: Acc> Input<'a, A> {
+    fn of<T: Float<Acc = A>>(x: &'a Dense, kind: InputKind, buf: &'a mut Vec<A>) -> Result<Input<'a, A>> {
+        if kind == InputKind::Float && x.dtype == T::DTYPE && matches!(x.dtype, DType::F32 | DType::F64) {
+            // SAFETY: f32 and f64 are their own accumulator type, so x holds A; host memory.
+            return Ok(Input { data: unsafe { x.slice::<A>() }, ld: x.ld });
+        }
+        buf.clear();
+        match kind {
+            InputKind::Float => pack(x, buf, |v: T| v.to_acc()),
+            InputKind::Events => {
+                with_event!(x.dtype, E => pack(x, buf, |e: E| if e.active() { A::ONE } else { A::ZERO }))
+            }
+        }
+        Ok(Input { data: buf, ld: x.cols })
+    }
+
+    #[inline]
+    fn row(&self, r: usize) -> &[A] {
+        &self.data[r * self.ld..]
+    }
+}
+
+/// Appends the logical elements of `x`, row-major, mapped through `f`.
+fn pack<E: Copy, A>(x: &Dense, buf: &mut Vec<A>, f: impl Fn(E) -> A) {
+    // SAFETY: callers pick E from x.dtype; host memory.
+    let data = unsafe { x.slice::<E>() };
+    for r in (0..x.rows).filter(|_| x.cols > 0) {
+        buf.extend(data[r * x.ld..][..x.cols].iter().map(|&v| f(v)));
+    }
+}
+
+/// The input rows holding a non-zero (a live event), with their values packed in order.
+struct LiveRows<'a, A> {
+    rows: &'a [u32],
+    values: &'a [A],
+    n: usize,
+}
+
+impl<'a, A: Acc> LiveRows<'a, A> {
+    fn of<T: Float<Acc = A>>(
+        x: &Dense,
+        kind: InputKind,
+        rows: &'a mut Vec<u32>,
+        values: &'a mut Vec<A>,
+    ) -> Result<LiveRows<'a, A>> {
+        rows.clear();
+        values.clear();
+        match kind {
+            InputKind::Float => find_live(x, rows, values, |v: T| v.to_acc()),
+            InputKind::Events => {
+                with_event!(x.dtype, E => find_live(x, rows, values, |e: E| if e.active() { A::ONE } else { A::ZERO }))
+            }
+        }
+        Ok(LiveRows { rows, values, n: x.cols })
+    }
+
+    /// The stored entries the live rows reach.
+    fn entries<P: Index>(&self, a: &CsrView<P>) -> usize {
+        self.rows.iter().map(|&r| a.row(r as usize).len()).sum()
+    }
+}
+
+/// Bytes of zeros a scan skips at once.
+const ZERO_RUN: usize = 64;
+
+/// Finds the rows of `x` with a non-zero value under `f`; a vector skips runs of zero bytes
+/// (a quiet step's spikes) a cache line at a time.
+fn find_live<E: Copy, A: Acc>(x: &Dense, rows: &mut Vec<u32>, values: &mut Vec<A>, f: impl Fn(E) -> A) {
+    // SAFETY: callers pick E from x.dtype; host memory.
+    let data = unsafe { x.slice::<E>() };
+    let n = x.cols;
+    if n == 1 && x.ld == 1 {
+        let per_run = (ZERO_RUN / std::mem::size_of::<E>()).max(1);
+        for (c, chunk) in data[..x.rows].chunks(per_run).enumerate() {
+            if all_zero_bytes(chunk) {
+                continue;
+            }
+            for (i, &v) in chunk.iter().enumerate() {
+                let v = f(v);
+                if v != A::ZERO {
+                    rows.push((c * per_run + i) as u32);
+                    values.push(v);
+                }
+            }
+        }
+        return;
+    }
+    for r in (0..x.rows).filter(|_| n > 0) {
+        let row = &data[r * x.ld..][..n];
+        if row.iter().any(|&v| f(v) != A::ZERO) {
+            rows.push(r as u32);
+            values.extend(row.iter().map(|&v| f(v)));
+        }
+    }
+}
+
+/// Whether every byte of `chunk` is zero (then every element is zero, or a float's +0).
+fn all_zero_bytes<E>(chunk: &[E]) -> bool {
+    // SAFETY: the elements are plain numbers (u8, f16, bf16, f32, f64): every byte is initialized.
+    let bytes = unsafe { std::slice::from_raw_parts(chunk.as_ptr() as *const u8, std::mem::size_of_val(chunk)) };
+    bytes.iter().fold(0u8, |acc, &b| acc | b) == 0
+}
+
+// ---------------------------------------------------------------- gather (N, and T along CSC)
+
+/// The stored entries each output row gathers, by position: each names an input row and a
+/// weight; an output row's entries are the positions from its offset to the next row's.
+trait Gather: Sync {
+    fn outputs(&self) -> usize;
+    fn offset(&self, row: usize) -> usize;
+    fn source(&self, pos: usize) -> usize;
+    fn weight(&self, pos: usize) -> usize;
+}
+
+/// N: row i gathers the input rows of its column indices.
+impl<P: Index> Gather for CsrView<'_, P> {
+    fn outputs(&self) -> usize {
+        self.m
+    }
+    fn offset(&self, row: usize) -> usize {
+        self.indptr[row].get() as usize
+    }
+    fn source(&self, pos: usize) -> usize {
+        self.indices[pos] as usize
+    }
+    fn weight(&self, pos: usize) -> usize {
+        pos
+    }
+}
+
+/// T: column c gathers the input rows of its entries, along the CSC mirror.
+impl Gather for Analysis {
+    fn outputs(&self) -> usize {
+        self.colptr.len() - 1
+    }
+    fn offset(&self, col: usize) -> usize {
+        self.colptr[col]
+    }
+    fn source(&self, pos: usize) -> usize {
+        self.rowind[pos] as usize
+    }
+    fn weight(&self, pos: usize) -> usize {
+        self.perm[pos]
+    }
+}
+
+/// The output, written by several threads at rows no two of them share.
+struct SharedRows<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: every thread writes its own range of output rows (see `gather`).
+unsafe impl<T: Send> Send for SharedRows<T> {}
+unsafe impl<T: Send> Sync for SharedRows<T> {}
+
+impl<T> SharedRows<T> {
+    /// Elements `start..end` (clamped to the array).
+    ///
+    /// # Safety
+    /// No other live slice may overlap them.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn part(&self, start: usize, end: usize) -> &mut [T] {
+        let (start, end) = (start.min(self.len), end.min(self.len));
+        std::slice::from_raw_parts_mut(self.ptr.add(start), end.saturating_sub(start))
+    }
+}
+
+/// Every output row as a sum over the entries it gathers, threads over row ranges of equal
+/// entry counts (or the calling thread alone for a small call).
+fn gather<T: Float, G: Gather>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Product) -> Result<()> {
+    let (y, n) = (p.y, p.y.cols);
+    let w = EntryWeights::<T>::of(p.a);
+    let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
+    // SAFETY: T is y's dtype (checked by the op); host memory, written at disjoint rows below.
+    let out = unsafe { y.slice_mut::<T>() };
+    let out = SharedRows { ptr: out.as_mut_ptr(), len: out.len() };
+    let (rows, entries) = (g.outputs(), g.offset(g.outputs()));
+    let ranges = if (entries + rows) * n < CPU.inline_work_max { 1 } else { s.ctx.threads() * RANGES_PER_THREAD };
+    let range = |t: usize| balanced(g, ranges, t);
+    let task = |t: usize| {
+        let rows = range(t);
+        if rows.is_empty() {
+            return;
+        }
+        // SAFETY: ranges are disjoint, so are the output rows [rows.start, rows.end) they write.
+        let part = unsafe { out.part(rows.start * y.ld, (rows.end - 1) * y.ld + n) };
+        gather_rows::<T, G>(g, rows.clone(), &w, input, n, blend, part, y.ld);
+    };
+    if ranges == 1 {
+        task(0);
+    } else {
+        s.ctx.run(|| (0..ranges).into_par_iter().for_each(task));
+    }
+    Ok(())
+}
+
+/// Range `t` of `ranges` that split the output rows into runs of about equal entry counts.
+fn balanced<G: Gather>(g: &G, ranges: usize, t: usize) -> Range<usize> {
+    let (rows, entries) = (g.outputs(), g.offset(g.outputs()));
+    let first_row_from = |e: usize| {
+        // the first row whose entries start at or after e
+        let (mut lo, mut hi) = (0, rows);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if g.offset(mid) < e {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let bound = |t: usize| if t == ranges { rows } else { first_row_from(entries * t / ranges) };
+    bound(t)..bound(t + 1)
+}
+
+/// Output rows `rows` (their first at the start of `out`), each an accumulation over its entries
+/// in panels of columns. The input rows `AHEAD` entries on are fetched into the cache while
+/// this one adds: they are scattered over the input, so the hardware cannot guess them.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+#[allow(clippy::too_many_arguments)]
+fn gather_rows<T: Float, G: Gather>(
+    g: &G,
+    rows: Range<usize>,
+    w: &EntryWeights<T>,
+    input: &Input<T::Acc>,
+    n: usize,
+    blend: Blend<T::Acc>,
+    out: &mut [T],
+    ld: usize,
+) {
+    let (first, limit) = (rows.start, g.offset(rows.end));
+    let ahead = |pos: usize, p0: usize, width: usize| {
+        if pos + AHEAD < limit {
+            prefetch(&input.row(g.source(pos + AHEAD))[p0..][..width]);
+            w.prefetch(g.weight(pos + AHEAD));
+        }
+    };
+    for i in rows {
+        let (span, out_row) = (g.offset(i)..g.offset(i + 1), &mut out[(i - first) * ld..][..n]);
+        if n == 1 {
+            let mut sum = T::Acc::ZERO;
+            for pos in span {
+                ahead(pos, 0, 1);
+                sum = sum + w.at(g.weight(pos)) * input.row(g.source(pos))[0];
+            }
+            blend.store(&mut out_row[0], sum);
+            continue;
+        }
+        for (p0, panel) in (0..n).step_by(PANEL).zip(out_row.chunks_mut(PANEL)) {
+            let mut acc = [T::Acc::ZERO; PANEL];
+            let width = panel.len();
+            for pos in span.clone() {
+                ahead(pos, p0, width);
+                let (wj, src) = (w.at(g.weight(pos)), &input.row(g.source(pos))[p0..][..width]);
+                match src.try_into() {
+                    Ok(full) => add_row(&mut acc, wj, full),
+                    Err(_) => acc.iter_mut().zip(src).for_each(|(a, &v)| *a = *a + wj * v),
+                }
+            }
+            panel.iter_mut().zip(&acc).for_each(|(o, &v)| blend.store(o, v));
+        }
+    }
+}
+
+/// Entries between the one being added and the one whose input row is fetched ahead.
+const AHEAD: usize = 8;
+
+/// Live rows between the one being scattered and the one whose entries are fetched ahead.
+const ROWS_AHEAD: usize = 4;
+
+/// Asks for the cache lines of `data` (x86-64; elsewhere a no-op).
+#[inline(always)]
+pub(super) fn prefetch<A>(data: &[A]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..std::mem::size_of_val(data)).step_by(64) {
+        // SAFETY: a prefetch of an address inside `data`; it reads nothing architecturally.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((data.as_ptr() as *const i8).add(line))
+        }
+    }
+}
+
+/// `acc += w · src` over one full panel (fixed length, so it compiles to vector registers).
+#[inline(always)]
+fn add_row<A: Acc>(acc: &mut [A; PANEL], w: A, src: &[A; PANEL]) {
+    for c in 0..PANEL {
+        acc[c] = acc[c] + w * src[c];
+    }
+}
+
+// ---------------------------------------------------------------- scatter (T, live rows)
+
+/// Live rows lie anywhere in the matrix: fetches the entries of live row `i` before they are
+/// needed.
+#[inline]
+fn fetch_live_row<T: Float, P: Index, A>(a: &CsrView<P>, w: &EntryWeights<T>, live: &LiveRows<A>, i: usize) {
+    if let Some(&r) = live.rows.get(i) {
+        let entries = a.row(r as usize);
+        prefetch(&a.indices[entries.clone()]);
+        w.prefetch_range(entries);
+    }
+}
+
+/// Whether the scatter can add into the output itself: beta = 1 keeps every output value, and
+/// the output (f32, f64) has the accumulator's precision.
+fn adds_in_place(p: &Product) -> bool {
+    p.beta == 1.0 && p.alpha.is_finite() && matches!(p.y.dtype, DType::F32 | DType::F64)
+}
+
+/// T with beta = 1 on f32/f64 outputs, on the calling thread: each entry of a live row adds
+/// alpha·w·x straight into its output element, as a simulator adds synaptic currents (one
+/// pass, no accumulator; rows ascending, each addition rounded in the output's precision).
+fn scatter_in_place<T: Float, P: Index>(a: &CsrView<P>, live: &LiveRows<T::Acc>, p: &Product) -> Result<()> {
+    let (y, n) = (p.y, live.n);
+    let (w, alpha) = (EntryWeights::<T>::of(p.a), T::Acc::cast(p.alpha));
+    // SAFETY: T is y's dtype (checked by the op); host memory.
+    let out = unsafe { y.slice_mut::<T>() };
+    let live_rows = live.rows.iter().map(|&r| a.row(r as usize));
+    for (i, (row, values)) in live_rows.zip(live.values.chunks(n.max(1))).enumerate() {
+        fetch_live_row(a, &w, live, i + ROWS_AHEAD);
+        for j in row.clone() {
+            if j + AHEAD < row.end {
+                prefetch(&out[a.indices[j + AHEAD] as usize * y.ld..][..n]);
+            }
+            let (c, aw) = (a.indices[j] as usize, alpha * w.at(j));
+            let dst = &mut out[c * y.ld..][..n];
+            dst.iter_mut().zip(values).for_each(|(o, &v)| *o = T::from_acc(o.to_acc() + aw * v));
+        }
+    }
+    Ok(())
+}
+
+/// T on the calling thread, touching only the entries of live rows. Each adds into the
+/// accumulator row of its column (rows ascending, the order in which the CSC gather sums), then
+/// the output is written from the accumulator, which is left zero again: with beta = 1 only the
+/// rows those entries reach (a row that summed to zero keeps its value, as `alpha·0 + y` would),
+/// else every row. Accumulator rows `AHEAD` entries on are fetched while one adds.
+fn scatter<T: Float, P: Index>(
+    a: &CsrView<P>,
+    live: &LiveRows<T::Acc>,
+    acc: &mut Vec<T::Acc>,
+    p: &Product,
+) -> Result<()> {
+    let (y, n) = (p.y, live.n);
+    let w = EntryWeights::<T>::of(p.a);
+    let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
+    if acc.len() < a.k * n {
+        acc.resize(a.k * n, T::Acc::ZERO);
+    }
+    let live_rows = || live.rows.iter().map(|&r| a.row(r as usize));
+    for (i, (row, values)) in live_rows().zip(live.values.chunks(n.max(1))).enumerate() {
+        fetch_live_row(a, &w, live, i + ROWS_AHEAD);
+        for j in row.clone() {
+            if j + AHEAD < row.end {
+                prefetch(&acc[a.indices[j + AHEAD] as usize * n..][..n]);
+            }
+            let (c, wj) = (a.indices[j] as usize, w.at(j));
+            if n == 1 {
+                acc[c] = acc[c] + wj * values[0];
+            } else {
+                acc[c * n..][..n].iter_mut().zip(values).for_each(|(s, &v)| *s = *s + wj * v);
+            }
+        }
+    }
+    // SAFETY: T is y's dtype (checked by the op); host memory.
+    let out = unsafe { y.slice_mut::<T>() };
+    // with beta = 1 only the rows the live entries reach are written; else all of them
+    let every_row = p.beta != 1.0 || !p.alpha.is_finite();
+    let reached = live_rows().flatten().map(|j| a.indices[j] as usize);
+    let rows: &mut dyn Iterator<Item = usize> = if every_row { &mut (0..a.k) } else { &mut { reached } };
+    if n == 1 {
+        // one column, the common spiking step: plain elements, no slices
+        for c in rows {
+            let sum = std::mem::replace(&mut acc[c], T::Acc::ZERO);
+            if every_row || sum != T::Acc::ZERO {
+                blend.store(&mut out[c * y.ld], sum);
+            }
+        }
+        return Ok(());
+    }
+    for c in rows {
+        let sums = &mut acc[c * n..][..n];
+        if every_row || sums.iter().any(|&v| v != T::Acc::ZERO) {
+            out[c * y.ld..][..n].iter_mut().zip(sums.iter()).for_each(|(o, &v)| blend.store(o, v));
+            sums.fill(T::Acc::ZERO);
+        }
+    }
+    Ok(())
+}
