@@ -230,6 +230,8 @@ fn all_zero_bytes<E>(chunk: &[E]) -> bool {
 /// The stored entries each output row gathers, by position: each names an input row and a
 /// weight; an output row's entries are the positions from its offset to the next row's.
 trait Gather: Sync {
+    /// Whether consecutive entries' weights lie apart in memory.
+    const SCATTERED_WEIGHTS: bool;
     fn outputs(&self) -> usize;
     fn offset(&self, row: usize) -> usize;
     fn source(&self, pos: usize) -> usize;
@@ -238,6 +240,7 @@ trait Gather: Sync {
 
 /// N: row i gathers the input rows of its column indices.
 impl<P: Index> Gather for CsrView<'_, P> {
+    const SCATTERED_WEIGHTS: bool = false;
     fn outputs(&self) -> usize {
         self.m
     }
@@ -254,6 +257,7 @@ impl<P: Index> Gather for CsrView<'_, P> {
 
 /// T: column c gathers the input rows of its entries, along the CSC mirror.
 impl Gather for Analysis {
+    const SCATTERED_WEIGHTS: bool = true;
     fn outputs(&self) -> usize {
         self.colptr.len() - 1
     }
@@ -358,7 +362,9 @@ fn gather_rows<T: Float, G: Gather>(
     let ahead = |pos: usize, p0: usize, width: usize| {
         if pos + AHEAD < limit {
             prefetch(&input.row(g.source(pos + AHEAD))[p0..][..width]);
-            w.prefetch(g.weight(pos + AHEAD));
+            if G::SCATTERED_WEIGHTS {
+                w.prefetch(g.weight(pos + AHEAD));
+            }
         }
     };
     for i in rows {
@@ -373,23 +379,71 @@ fn gather_rows<T: Float, G: Gather>(
             continue;
         }
         for (p0, panel) in (0..n).step_by(PANEL).zip(out_row.chunks_mut(PANEL)) {
+            if let Ok(panel) = <&mut [T; PANEL]>::try_from(&mut *panel) {
+                let acc = full_panel(g, span.clone(), limit, w, input, p0);
+                panel.iter_mut().zip(&acc).for_each(|(o, &v)| blend.store(o, v));
+                continue;
+            }
             let mut acc = [T::Acc::ZERO; PANEL];
             let width = panel.len();
             for pos in span.clone() {
                 ahead(pos, p0, width);
                 let (wj, src) = (w.at(g.weight(pos)), &input.row(g.source(pos))[p0..][..width]);
-                match src.try_into() {
-                    Ok(full) => add_row(&mut acc, wj, full),
-                    Err(_) => acc.iter_mut().zip(src).for_each(|(a, &v)| *a = *a + wj * v),
-                }
+                acc.iter_mut().zip(src).for_each(|(a, &v)| *a = *a + wj * v);
             }
             panel.iter_mut().zip(&acc).for_each(|(o, &v)| blend.store(o, v));
         }
     }
 }
 
+/// The sums of one full panel (columns `p0..p0 + PANEL`) over the entries at `span`, indexed
+/// by constants only, so that they stay in vector registers.
+#[inline(always)]
+fn full_panel<T: Float, G: Gather>(
+    g: &G,
+    span: Range<usize>,
+    limit: usize,
+    w: &EntryWeights<T>,
+    input: &Input<T::Acc>,
+    p0: usize,
+) -> [T::Acc; PANEL] {
+    let mut acc = [T::Acc::ZERO; PANEL];
+    for pos in span {
+        if pos + AHEAD < limit {
+            let ahead: &[T::Acc; PANEL] = input.row(g.source(pos + AHEAD))[p0..][..PANEL].try_into().expect("a panel");
+            prefetch_panel(ahead);
+        }
+        if G::SCATTERED_WEIGHTS && pos + WEIGHTS_AHEAD < limit {
+            w.prefetch(g.weight(pos + WEIGHTS_AHEAD));
+        }
+        let src: &[T::Acc; PANEL] = input.row(g.source(pos))[p0..][..PANEL].try_into().expect("a panel");
+        let wj = w.at(g.weight(pos));
+        for c in 0..PANEL {
+            acc[c] = acc[c] + wj * src[c];
+        }
+    }
+    acc
+}
+
+/// Asks for the cache lines of one full panel (a fixed count: no loop left at run time).
+#[inline(always)]
+fn prefetch_panel<A>(panel: &[A; PANEL]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in 0..std::mem::size_of::<[A; PANEL]>() / 64 {
+        // SAFETY: a prefetch of an address inside `panel`; it reads nothing architecturally.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((panel.as_ptr() as *const i8).add(line * 64))
+        }
+    }
+}
+
 /// Entries between the one being added and the one whose input row is fetched ahead.
 const AHEAD: usize = 8;
+
+/// Entries between the one being added and the one whose weight is fetched ahead: T reads
+/// weights through the CSC permutation, anywhere in memory (L3 or DRAM, further than B's rows).
+const WEIGHTS_AHEAD: usize = 32;
 
 /// Live rows between the one being scattered and the one whose entries are fetched ahead.
 const ROWS_AHEAD: usize = 4;
@@ -407,13 +461,6 @@ pub(super) fn prefetch<A>(data: &[A]) {
     }
 }
 
-/// `acc += w · src` over one full panel (fixed length, so it compiles to vector registers).
-#[inline(always)]
-fn add_row<A: Acc>(acc: &mut [A; PANEL], w: A, src: &[A; PANEL]) {
-    for c in 0..PANEL {
-        acc[c] = acc[c] + w * src[c];
-    }
-}
 
 // ---------------------------------------------------------------- scatter (T, live rows)
 
