@@ -4,8 +4,9 @@ core (EVS_NUM_THREADS is read when a context is created; torch.set_num_threads f
 sparse products are single-threaded).
 
 Each row: median of REPS runs after WARMUP (wall clock; CPU calls return when done). The floor
-column is the bytes that must move (A's structure and weights, B once, C once) over the measured
-memory bandwidth of the same thread count (a large numpy copy). Per-call costs of the small
+column is the bytes that must move (A's structure and weights, B once, C once; for dense event
+products the W entries the events select and C) over the measured memory bandwidth of the same
+thread count (a large copy). GFLOP/s counts the dense product's FLOPs for dense rows. Per-call costs of the small
 simulator steps come from bench/cpu_step.c (ctypes adds microseconds to every call).
 
     EVS_LIBRARY=path/to/libevsparse.so python3 bench/cpu.py [--quick]
@@ -23,9 +24,9 @@ import scipy.sparse as sp
 import torch
 
 WARMUP, REPS = 2, 21
-F32, I32 = 3, 6
+F32, BOOL, I32 = 3, 5, 6
 OP_N, OP_T = 0, 1
-FLOAT = 0
+FLOAT, EVENTS = 0, 1
 P, D, i32, i64 = C.c_void_p, C.c_double, C.c_int32, C.c_int64
 PP = C.POINTER(C.c_void_p)
 
@@ -43,6 +44,7 @@ class Evs:
         "evs_csr_wrap": ([P, i64, i64, i64, i32, P, P, i32, P, D, PP], i32),
         "evs_csr_analyse": ([P, P], i32),
         "evs_spmm": ([P, i32, i32, D, P, P, D, P], i32),
+        "evs_dense_mm": ([P, i32, i32, D, P, P, D, P], i32),
     }
 
     def __init__(self, path, threads):
@@ -65,7 +67,9 @@ class Evs:
         return h
 
     def dense(self, a):
-        return self.out("evs_dense_wrap_matrix", self.ctx, F32, a.shape[0], a.shape[1], a.strides[0] // 4, a.ctypes.data)
+        dtype = {np.float32: F32, np.uint8: BOOL}[a.dtype.type]
+        return self.out("evs_dense_wrap_matrix", self.ctx, dtype, a.shape[0], a.shape[1], a.strides[0] // a.itemsize,
+                        a.ctypes.data)
 
     def csr(self, a):
         h = self.out("evs_csr_wrap", self.ctx, a.shape[0], a.shape[1], a.nnz, I32, a.indptr.ctypes.data,
@@ -110,6 +114,38 @@ def random_csr(m, k, per_row, rng):
     indices = np.sort(rng.integers(0, k, (m, per_row), dtype=np.int32), axis=1).reshape(-1)
     data = rng.random(m * per_row, dtype=np.float32)
     return sp.csr_matrix((data, indices, indptr), shape=(m, k))
+
+
+def dense_event_rows(evs, threads, gbs, rng):
+    """dense event mm, N and T: W 2000² f32, S 2000 x 100 bool with 1% active, beside torch's
+    dense W @ S (BLAS) on S as 0/1 floats, as a user without evsparse would call it."""
+    rows = []
+    m = k = 2000
+    n = 100
+    w = rng.random((m, k), dtype=np.float32)
+    s = (rng.random((k, n)) < 0.01).astype(np.uint8)
+    sf = s.astype(np.float32)
+    c = np.empty((m, n), dtype=np.float32)
+    hw, hs, hc = evs.dense(w), evs.dense(s), evs.dense(c)
+    tw, ts = torch.from_numpy(w), torch.from_numpy(sf)
+    for op, name in ((OP_N, "N"), (OP_T, "T")):
+        run = lambda: evs.call("evs_dense_mm", evs.stream, op, EVENTS, 1.0, hw, hs, 0.0, hc)
+        want = w @ sf if op == OP_N else w.T @ sf
+        for alg in ("auto", "reference"):
+            evs.force(f"dense_mm:{alg}")
+            run()
+            plan = evs.plan()
+            err = np.abs(c - want).max() / max(np.abs(want).max(), 1e-30)
+            assert err < 1e-5, f"{plan}: relative error {err}"
+            ours = timed(run)
+            base = timed(lambda: tw @ ts if op == OP_N else tw.T @ ts)
+            touched = int(s.sum()) * m * 4  # the W entries the events select
+            rows.append((f"dense event mm {name} W 2000² f32, S 2000×100 bool 1%", threads, plan, ours,
+                         "torch W @ S (BLAS, S as f32)", base, 2 * m * k * n / ours / 1e9,
+                         (touched + c.nbytes) / gbs / 1e9 / ours))
+            print(" | ".join(str(x) for x in rows[-1]), flush=True)
+        evs.force("dense_mm:auto")
+    return rows
 
 
 def main():
@@ -161,6 +197,7 @@ def main():
                                  2 * a.nnz * n / ours / 1e9, nbytes / gbs / 1e9 / ours))
                     print(" | ".join(str(x) for x in rows[-1]), flush=True)
                 evs.force(f"spmm_{name.lower()}:auto")
+        rows += dense_event_rows(evs, threads, gbs, rng)
     print()
     head = ("workload", "threads", "plan", "evsparse ms", "baseline", "baseline ms", "speed-up", "GFLOP/s", "% of floor")
     print("| " + " | ".join(head) + " |")

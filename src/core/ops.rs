@@ -197,12 +197,12 @@ pub fn dense_mm(
     check_product_shapes(vector, (xa, x), in_len, (ca, c), out_len)?;
     disjoint((ca, c), &[(xa, x), ("W", w)])?;
     match s.ctx.backend {
-        Backend::Cpu(_) => on_cpu::<plan::DenseMm>(s, || cpu::dense_mm(op, kind, alpha, w, x, beta, c)),
+        Backend::Cpu(_) => cpu::dense_mm(s, &cpu::DenseProduct { op, kind, alpha, w, s: x, beta, c }),
         Backend::Cuda(_) => {
             let fits = |alg| match alg {
                 plan::DenseMm::MvRowWarp => op == Op::N && c.cols == 1,
                 plan::DenseMm::MvColumnBlocks => op == Op::T && c.cols == 1,
-                plan::DenseMm::Tiled | plan::DenseMm::Reference => true,
+                plan::DenseMm::Tiled | plan::DenseMm::InputNonzeros | plan::DenseMm::Reference => true,
             };
             let alg = gpu_plan(s, plan::choose_dense_mm(op, c.cols), fits)?;
             cuda::dense_mm(s, alg, op == Op::T, kind, alpha, w, x, beta, c)

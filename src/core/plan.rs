@@ -138,6 +138,9 @@ algorithms! {
         MvColumnBlocks = "mv_column_blocks" on Gpu,
         /// Any shape: 64 x 64 output tiles staged through shared memory.
         Tiled = "tiled" on Gpu,
+        /// Only the input's nonzeros (events) are visited: N gathers W's row at their rows, T
+        /// adds W's rows into each output column, with the machine's SIMD width.
+        InputNonzeros = "input_nonzeros" on Cpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -287,10 +290,13 @@ pub struct CpuTable {
     /// spmm T scatters when the rows with live input hold less than 1 / `scatter_share` of the
     /// stored entries (the scatter runs on one thread, the gather on all).
     pub scatter_share: usize,
+    /// Dense products visit only the input's nonzeros when they are fewer than 1 /
+    /// `dense_nonzero_share` of its elements.
+    pub dense_nonzero_share: usize,
 }
 
 /// Set from `make bench-cpu` (bench/NOTES.md, "CPU").
-pub const CPU: CpuTable = CpuTable { inline_work_max: 1 << 15, scatter_share: 8 };
+pub const CPU: CpuTable = CpuTable { inline_work_max: 1 << 15, scatter_share: 8, dense_nonzero_share: 4 };
 
 /// spmv / spmm N on the CPU.
 pub fn choose_spmm_n_cpu() -> SpmmN {
@@ -303,6 +309,17 @@ pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
         SpmmT::Scatter
     } else {
         SpmmT::CscGather
+    }
+}
+
+/// Dense mv / mm on the CPU, from the input's nonzeros among its elements: visiting only the
+/// nonzeros costs a scalar gather each (N), the reference a SIMD lane over every column of a
+/// live row.
+pub fn choose_dense_mm_cpu(nonzeros: usize, elements: usize) -> DenseMm {
+    if nonzeros.saturating_mul(CPU.dense_nonzero_share) < elements {
+        DenseMm::InputNonzeros
+    } else {
+        DenseMm::Reference
     }
 }
 
@@ -524,6 +541,8 @@ mod tests {
         assert_eq!(choose_bsrmm(&call(DType::F32, 64, 64, true)), Bsrmm::Simt);
         assert_eq!(choose_spmm_t_cpu(20 * 80, 4000 * 80), SpmmT::Scatter);
         assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80), SpmmT::CscGather);
+        assert_eq!(choose_dense_mm_cpu(2000, 2000 * 100), DenseMm::InputNonzeros);
+        assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100), DenseMm::Reference);
     }
 
     #[test]

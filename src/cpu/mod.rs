@@ -2,16 +2,18 @@
 //! inputs into packed accumulator arrays first, so that each is the formula of SPEC §3 written
 //! out once (`sparse`, `dense`, `bsr`, `events`); the tests compare every other CPU path, and
 //! every GPU result, with it. The fast paths the plan picks by default live beside it
-//! (`products`: spmv / spmm).
+//! (`products`: spmv / spmm; `dense_products`: dense mv / mm on sparse inputs).
 
 mod bsr;
 mod dense;
+mod dense_products;
 mod events;
 mod products;
 mod sparse;
 
 pub use bsr::bsrmm;
-pub use dense::{dense_mm, dense_plasticity};
+pub use dense::dense_plasticity;
+pub use dense_products::{dense_mm, DenseProduct};
 pub use events::compact;
 pub use products::spmm;
 pub use sparse::{analyse, csr_plasticity, csr_to_csc, yw2y};

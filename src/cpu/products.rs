@@ -273,7 +273,7 @@ impl Gather for Analysis {
 }
 
 /// The output, written by several threads at rows no two of them share.
-struct SharedRows<T> {
+pub(super) struct SharedRows<T> {
     ptr: *mut T,
     len: usize,
 }
@@ -283,12 +283,16 @@ unsafe impl<T: Send> Send for SharedRows<T> {}
 unsafe impl<T: Send> Sync for SharedRows<T> {}
 
 impl<T> SharedRows<T> {
+    pub(super) fn new(data: &mut [T]) -> SharedRows<T> {
+        SharedRows { ptr: data.as_mut_ptr(), len: data.len() }
+    }
+
     /// Elements `start..end` (clamped to the array).
     ///
     /// # Safety
     /// No other live slice may overlap them.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn part(&self, start: usize, end: usize) -> &mut [T] {
+    pub(super) unsafe fn part(&self, start: usize, end: usize) -> &mut [T] {
         let (start, end) = (start.min(self.len), end.min(self.len));
         std::slice::from_raw_parts_mut(self.ptr.add(start), end.saturating_sub(start))
     }
@@ -302,7 +306,7 @@ fn gather<T: Float, G: Gather>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Pro
     let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
     // SAFETY: T is y's dtype (checked by the op); host memory, written at disjoint rows below.
     let out = unsafe { y.slice_mut::<T>() };
-    let out = SharedRows { ptr: out.as_mut_ptr(), len: out.len() };
+    let out = SharedRows::new(out);
     let (rows, entries) = (g.outputs(), g.offset(g.outputs()));
     let ranges = if (entries + rows) * n < CPU.inline_work_max { 1 } else { s.ctx.threads() * RANGES_PER_THREAD };
     let range = |t: usize| balanced(g, ranges, t);
@@ -460,7 +464,6 @@ pub(super) fn prefetch<A>(data: &[A]) {
         }
     }
 }
-
 
 // ---------------------------------------------------------------- scatter (T, live rows)
 

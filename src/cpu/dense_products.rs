@@ -1,0 +1,256 @@
+//! The fast CPU path of dense mv / mm (SPEC §3) on sparse inputs: only the input's nonzeros
+//! (its events, or the non-zero floats) are visited, so a step with 1% of neurons spiking
+//! costs 1% of the dense product. The reference it is tested against is `dense::dense_mm`.
+
+use super::products::{prefetch, SharedRows};
+use super::{dense, Blend};
+use crate::core::context::Stream;
+use crate::core::dense::Dense;
+use crate::core::plan::{self, decide, Backend, DenseMm};
+use crate::core::{InputKind, Op};
+use crate::dtype::{with_event, with_float, Acc, Float};
+use crate::error::Result;
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// One dense product: `C = alpha·op(W)·S + beta·C`, its arguments checked.
+pub struct DenseProduct<'a> {
+    pub op: Op,
+    pub kind: InputKind,
+    pub alpha: f64,
+    pub w: &'a Dense,
+    pub s: &'a Dense,
+    pub beta: f64,
+    pub c: &'a Dense,
+}
+
+/// dense mv / mm on a CPU context, with the algorithm the plan picks.
+pub fn dense_mm(st: &Stream, p: &DenseProduct) -> Result<()> {
+    with_float!(p.w.dtype, T => dense_mm_typed::<T>(st, p))
+}
+
+/// The input's nonzeros, grouped by column: column j's are at `start[j]..start[j + 1]`, each
+/// an input row and its value, rows ascending.
+#[derive(Default)]
+pub struct Nonzeros<A> {
+    start: Vec<usize>,
+    rows: Vec<u32>,
+    values: Vec<A>,
+}
+
+thread_local! {
+    static NONZEROS_F32: RefCell<Nonzeros<f32>> = RefCell::default();
+    static NONZEROS_F64: RefCell<Nonzeros<f64>> = RefCell::default();
+}
+
+/// Accumulator types with a per-thread nonzero list.
+pub trait NonzeroScratch: Acc {
+    fn with_nonzeros<R>(f: impl FnOnce(&mut Nonzeros<Self>) -> R) -> R;
+}
+
+impl NonzeroScratch for f32 {
+    fn with_nonzeros<R>(f: impl FnOnce(&mut Nonzeros<f32>) -> R) -> R {
+        NONZEROS_F32.with_borrow_mut(f)
+    }
+}
+
+impl NonzeroScratch for f64 {
+    fn with_nonzeros<R>(f: impl FnOnce(&mut Nonzeros<f64>) -> R) -> R {
+        NONZEROS_F64.with_borrow_mut(f)
+    }
+}
+
+fn dense_mm_typed<T: Float>(st: &Stream, p: &DenseProduct) -> Result<()>
+where
+    T::Acc: NonzeroScratch + ColumnScratch,
+{
+    let reference = || st.ctx.run(|| dense::dense_mm(p.op, p.kind, p.alpha, p.w, p.s, p.beta, p.c));
+    T::Acc::with_nonzeros(|nz| {
+        nz.collect::<T>(p.s, p.kind)?;
+        let (k, n) = (p.s.rows, p.s.cols);
+        let chosen = plan::choose_dense_mm_cpu(nz.rows.len(), k * n);
+        match decide(&st.ctx.forced, Backend::Cpu, chosen, |_| true)? {
+            DenseMm::InputNonzeros => {
+                nonzero_product::<T>(st, nz, p);
+                Ok(())
+            }
+            _ => reference(),
+        }
+    })
+}
+
+impl<A: Acc> Nonzeros<A> {
+    /// Collects the nonzeros of S (k x n) by a counting pass and a filling pass.
+    fn collect<T: Float<Acc = A>>(&mut self, s: &Dense, kind: InputKind) -> Result<()> {
+        match kind {
+            InputKind::Float => self.collect_as(s, |v: T| v.to_acc()),
+            InputKind::Events => {
+                with_event!(s.dtype, E => self.collect_as(s, |e: E| if crate::dtype::Event::active(e) { A::ONE } else { A::ZERO }))
+            }
+        }
+        Ok(())
+    }
+
+    fn collect_as<E: Copy>(&mut self, s: &Dense, f: impl Fn(E) -> A) {
+        // SAFETY: callers pick E from s.dtype; host memory.
+        let data = unsafe { s.slice::<E>() };
+        let (k, n) = (s.rows, s.cols);
+        let row = |r: usize| &data[r * s.ld..][..n];
+        self.start.clear();
+        self.start.resize(n + 2, 0);
+        for r in (0..k).filter(|_| n > 0) {
+            for (j, &v) in row(r).iter().enumerate() {
+                self.start[j + 2] += (f(v) != A::ZERO) as usize;
+            }
+        }
+        for j in 0..n {
+            self.start[j + 2] += self.start[j + 1];
+        }
+        let total = self.start[n + 1];
+        self.rows.resize(total, 0);
+        self.values.resize(total, A::ZERO);
+        // start[j + 1] runs from column j's first slot to its end: afterwards start[j] is j's first
+        for r in (0..k).filter(|_| n > 0) {
+            for (j, &v) in row(r).iter().enumerate() {
+                let v = f(v);
+                if v != A::ZERO {
+                    let slot = &mut self.start[j + 1];
+                    self.rows[*slot] = r as u32;
+                    self.values[*slot] = v;
+                    *slot += 1;
+                }
+            }
+        }
+        self.start.truncate(n + 1);
+    }
+
+    fn column(&self, j: usize) -> impl Iterator<Item = (usize, A)> + '_ {
+        (self.start[j]..self.start[j + 1]).map(|q| (self.rows[q] as usize, self.values[q]))
+    }
+}
+
+/// Output rows a task takes.
+const ROWS_PER_TASK: usize = 64;
+
+/// Output rows N sums at once: independent chains of additions, each in the reference's order
+/// (a single row's sum waits on the adder's latency at every nonzero).
+const ROWS_AT_ONCE: usize = 4;
+
+/// `Σ W[row, r] · v` over the nonzeros (r, v) of one input column, for `R` rows of W at once.
+#[inline(always)]
+fn gather_rows<T: Float, const R: usize>(
+    w_rows: &[&[T]; R],
+    column: impl Iterator<Item = (usize, T::Acc)>,
+) -> [T::Acc; R] {
+    let mut sums = [T::Acc::ZERO; R];
+    for (r, v) in column {
+        for t in 0..R {
+            sums[t] = sums[t] + w_rows[t][r].to_acc() * v;
+        }
+    }
+    sums
+}
+
+/// `C = alpha·op(W)·S + beta·C` over S's nonzeros. N: each output row i gathers `W[i, r]` at the
+/// rows r of a column's nonzeros (W's row i stays in L1). T: output column j adds the rows
+/// `W[r, :]` of its nonzeros into an accumulator, with the machine's SIMD width.
+fn nonzero_product<T: Float>(st: &Stream, nz: &Nonzeros<T::Acc>, p: &DenseProduct)
+where
+    T::Acc: ColumnScratch,
+{
+    let (w, c) = (p.w, p.c);
+    let (m, n) = (c.rows, c.cols);
+    let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
+    // SAFETY: T is the dtype of W and C (checked by the op); host memory, C written at disjoint
+    // rows (N) or columns (T) by the tasks below.
+    let (ws, out) = unsafe { (w.slice::<T>(), c.slice_mut::<T>()) };
+    let out = SharedRows::new(out);
+    let work = nz.rows.len() * m;
+    let parallel = work >= plan::CPU.inline_work_max && st.ctx.threads() > 1;
+    match p.op {
+        Op::N => {
+            let task = |t: usize| {
+                let rows = t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(m);
+                let (mut i, end) = (rows.start, rows.end);
+                // SAFETY (out.part): task t alone writes output rows t·ROWS_PER_TASK.. (see above).
+                let c_row = |i: usize| unsafe { out.part(i * c.ld, i * c.ld + n) };
+                let w_row = |i: usize| &ws[i * w.ld..][..w.cols];
+                while i + ROWS_AT_ONCE <= end {
+                    let w_rows: [&[T]; ROWS_AT_ONCE] = std::array::from_fn(|t| w_row(i + t));
+                    for j in 0..n {
+                        let sums = gather_rows::<T, ROWS_AT_ONCE>(&w_rows, nz.column(j));
+                        (0..ROWS_AT_ONCE).for_each(|t| blend.store(&mut c_row(i + t)[j], sums[t]));
+                    }
+                    i += ROWS_AT_ONCE;
+                }
+                for i in i..end {
+                    for j in 0..n {
+                        blend.store(&mut c_row(i)[j], gather_rows::<T, 1>(&[w_row(i)], nz.column(j))[0]);
+                    }
+                }
+            };
+            let tasks = m.div_ceil(ROWS_PER_TASK);
+            if parallel {
+                st.ctx.run(|| (0..tasks).into_par_iter().for_each(task));
+            } else {
+                (0..tasks).for_each(task);
+            }
+        }
+        Op::T => {
+            let task = |j: usize| {
+                COLUMN.with_borrow_mut(|acc| {
+                    let acc = T::Acc::column_scratch(acc, m);
+                    acc.iter_mut().for_each(|a| *a = T::Acc::ZERO);
+                    add_rows::<T>(acc, nz, j, ws, w.ld);
+                    for (i, &v) in acc.iter().enumerate() {
+                        // SAFETY: task j alone writes output column j.
+                        blend.store(&mut unsafe { out.part(i * c.ld + j, i * c.ld + j + 1) }[0], v);
+                    }
+                })
+            };
+            if parallel {
+                st.ctx.run(|| (0..n).into_par_iter().for_each(task));
+            } else {
+                (0..n).for_each(task);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// T's accumulator of one output column, per thread (each pool thread has its own).
+    static COLUMN: RefCell<(Vec<f32>, Vec<f64>)> = RefCell::default();
+}
+
+/// Accumulator types with a per-thread column accumulator.
+pub trait ColumnScratch: Acc {
+    fn column_scratch(s: &mut (Vec<f32>, Vec<f64>), len: usize) -> &mut [Self];
+}
+
+impl ColumnScratch for f32 {
+    fn column_scratch(s: &mut (Vec<f32>, Vec<f64>), len: usize) -> &mut [f32] {
+        s.0.resize(len.max(s.0.len()), 0.0);
+        &mut s.0[..len]
+    }
+}
+
+impl ColumnScratch for f64 {
+    fn column_scratch(s: &mut (Vec<f32>, Vec<f64>), len: usize) -> &mut [f64] {
+        s.1.resize(len.max(s.1.len()), 0.0);
+        &mut s.1[..len]
+    }
+}
+
+/// `acc += v · W[r, :]` for the nonzeros (r, v) of column j, rows fetched two ahead.
+#[multiversion::multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn add_rows<T: Float>(acc: &mut [T::Acc], nz: &Nonzeros<T::Acc>, j: usize, ws: &[T], ld: usize) {
+    let m = acc.len();
+    let range = nz.start[j]..nz.start[j + 1];
+    for q in range.clone() {
+        if q + 2 < range.end {
+            prefetch(&ws[nz.rows[q + 2] as usize * ld..][..m]);
+        }
+        let (r, v) = (nz.rows[q] as usize, nz.values[q]);
+        acc.iter_mut().zip(&ws[r * ld..][..m]).for_each(|(a, &x)| *a = *a + x.to_acc() * v);
+    }
+}
