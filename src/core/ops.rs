@@ -277,7 +277,7 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
     disjoint(("C", c), &[("B", b), ("A's values", &a.values)])?;
     a.expect_valid(s)?;
     match s.ctx.backend {
-        Backend::Cpu(_) => on_cpu::<plan::Bsrmm>(s, || cpu::bsrmm(alpha, a, b, beta, c)),
+        Backend::Cpu(_) => cpu::bsrmm(s, alpha, a, b, beta, c),
         Backend::Cuda(_) => {
             let call = plan::BsrmmCall { dtype, bm: a.bm, bk: a.bk, aligned: cuda::bsrmm_aligned(a, b) };
             let alg = gpu_plan(s, plan::choose_bsrmm(&call), |alg| call.fits(alg))?;

@@ -169,6 +169,9 @@ algorithms! {
         Wmma = "wmma" on Gpu,
         /// One thread per output element (any dtype and shape).
         Simt = "simt" on Gpu,
+        /// Each block times B's rows through an optimized GEMM micro-kernel (the gemm crate),
+        /// block rows over threads (f32 values and C).
+        BlockGemm = "block_gemm" on Cpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -323,6 +326,15 @@ pub fn choose_dense_mm_cpu(nonzeros: usize, elements: usize) -> DenseMm {
     }
 }
 
+/// bsrmm on the CPU: the GEMM micro-kernels where values and C are f32.
+pub fn choose_bsrmm_cpu(all_f32: bool) -> Bsrmm {
+    if all_f32 {
+        Bsrmm::BlockGemm
+    } else {
+        Bsrmm::Reference
+    }
+}
+
 /// Atomic adds exist for the output dtype and keep the accumulator's precision.
 pub fn can_scatter(dtype: DType) -> bool {
     matches!(dtype, DType::F32 | DType::F64)
@@ -381,6 +393,7 @@ impl BsrmmCall {
             Bsrmm::Tiled => self.tensor_cores() && self.bm >= 64 && self.bk >= 32,
             Bsrmm::Wmma => self.tensor_cores(),
             Bsrmm::Simt | Bsrmm::Reference => true,
+            Bsrmm::BlockGemm => false,
         }
     }
 }

@@ -2,13 +2,25 @@
 
 use super::{packed, Blend};
 use crate::core::bsr::Bsr;
+use crate::core::context::Stream;
 use crate::core::dense::Dense;
+use crate::core::plan::{self, decide, Backend, Bsrmm};
 use crate::dtype::{with_float, Acc, DType, Float};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 
+/// bsrmm on a CPU context, with the algorithm the plan picks.
+pub fn bsrmm(st: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
+    let all_f32 = a.values.dtype == DType::F32 && c.dtype == DType::F32;
+    let fits = |alg| alg != Bsrmm::BlockGemm || all_f32;
+    match decide(&st.ctx.forced, Backend::Cpu, plan::choose_bsrmm_cpu(all_f32), fits)? {
+        Bsrmm::BlockGemm => bsrmm_gemm(st, alpha, a, b, beta, c),
+        _ => st.ctx.run(|| bsrmm_reference(alpha, a, b, beta, c)),
+    }
+}
+
 /// `C = alpha · A · B + beta · C`, accumulating in f32, one block row per task.
-pub fn bsrmm(alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
+pub fn bsrmm_reference(alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
     with_float!(a.values.dtype, T => match c.dtype {
         DType::F16 => bsrmm_typed::<T, half::f16>(alpha, a, b, beta, c),
         DType::BF16 => bsrmm_typed::<T, half::bf16>(alpha, a, b, beta, c),
@@ -42,5 +54,64 @@ fn bsrmm_typed<T: Float, TC: Float<Acc = f32>>(alpha: f64, a: &Bsr, b: &Dense, b
             row.iter_mut().zip(&acc[r * n..][..n]).for_each(|(o, &v)| blend.store(o, v));
         }
     });
+    Ok(())
+}
+
+/// `C = alpha · A · B + beta · C` for f32 blocks, B and C: each block times B's rows through
+/// the gemm crate's micro-kernels (packed panels, the machine's SIMD width), added into C's
+/// rows with beta applied by the block row's first product; block rows over the context's
+/// threads. Each block's product is rounded into C once (the reference sums all blocks first).
+fn bsrmm_gemm(st: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
+    let (bm, bk, n) = (a.bm, a.bk, c.cols);
+    // SAFETY: the plan runs this for f32 values, B and C only; host memory.
+    let (view, values, bs, out) =
+        unsafe { (a.view(), a.values.slice::<f32>(), b.slice::<f32>(), c.slice_mut::<f32>()) };
+    let (ldb, ldc) = (b.ld as isize, c.ld as isize);
+    let chunk = (c.ld * bm).max(1);
+    let block_row = |(ib, rows): (usize, &mut [f32])| {
+        let blocks = view.row(ib);
+        if blocks.is_empty() {
+            // alpha · 0 + beta · C, without reading C when beta = 0
+            let blend = Blend::<f32>::new(alpha, beta);
+            rows.chunks_mut(c.ld).take(bm).for_each(|r| r[..n].iter_mut().for_each(|o| blend.store(o, 0.0)));
+            return;
+        }
+        for (q, jb) in blocks.enumerate() {
+            let block = &values[jb * bm * bk..][..bm * bk];
+            let b_rows = &bs[view.indices[jb] as usize * bk * b.ld..];
+            let (read_c, keep) = if q == 0 { (beta != 0.0, beta as f32) } else { (true, 1.0) };
+            // SAFETY: C's block row holds bm rows of n columns at stride ldc, the block bm x bk
+            // row-major, B's rows bk x n at stride ldb (shapes checked by the op).
+            unsafe {
+                gemm::gemm(
+                    bm,
+                    n,
+                    bk,
+                    rows.as_mut_ptr(),
+                    1,
+                    ldc,
+                    read_c,
+                    block.as_ptr(),
+                    1,
+                    bk as isize,
+                    b_rows.as_ptr(),
+                    1,
+                    ldb,
+                    keep,
+                    alpha as f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                )
+            };
+        }
+    };
+    let flops = 2 * a.nnzb * bm * bk * n;
+    if flops < 2 * plan::CPU.inline_work_max || st.ctx.threads() == 1 {
+        out.chunks_mut(chunk).take(a.mb).enumerate().for_each(block_row);
+    } else {
+        st.ctx.run(|| out.par_chunks_mut(chunk).take(a.mb).enumerate().for_each(block_row));
+    }
     Ok(())
 }

@@ -301,7 +301,7 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
     let (t, tc) = (Some(a.values.dtype), Some(c.dtype));
     let (rows, n) = (a.rows() as u64, c.cols as u64);
     let (family, grid) = match alg {
-        Bsrmm::Reference => return Err(cpu_only(alg)),
+        Bsrmm::BlockGemm | Bsrmm::Reference => return Err(cpu_only(alg)),
         // 64 x 128 tiles of C staged through shared memory, one 64-row strip of a block row each
         Bsrmm::Tiled => (BSRMM_TILED, Grid::new((n.div_ceil(128), rows / 64), (256, 1))),
         Bsrmm::Wmma => (BSRMM_WMMA, Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1))),
