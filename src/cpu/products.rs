@@ -171,6 +171,11 @@ impl<'a, A: Acc> LiveRows<'a, A> {
         values.clear();
         match kind {
             InputKind::Float => find_live(x, rows, values, |v: T| v.to_acc()),
+            InputKind::Events if x.dtype == DType::Bool && x.cols == 1 && x.ld == 1 => {
+                // SAFETY: bool arrays hold bytes; host memory.
+                find_spikes(&unsafe { x.slice::<u8>() }[..x.rows], rows);
+                values.resize(rows.len(), A::ONE);
+            }
             InputKind::Events => {
                 with_event!(x.dtype, E => find_live(x, rows, values, |e: E| if e.active() { A::ONE } else { A::ZERO }))
             }
@@ -215,6 +220,29 @@ fn find_live<E: Copy, A: Acc>(x: &Dense, rows: &mut Vec<u32>, values: &mut Vec<A
             rows.push(r as u32);
             values.extend(row.iter().map(|&v| f(v)));
         }
+    }
+}
+
+/// The positions of the non-zero bytes of a spike vector: runs of zero bytes are skipped a
+/// cache line at a time, the rest eight bytes at a time, one step per spike.
+fn find_spikes(spikes: &[u8], rows: &mut Vec<u32>) {
+    for (c, chunk) in spikes.chunks(ZERO_RUN).enumerate() {
+        if all_zero_bytes(chunk) {
+            continue;
+        }
+        let base = c * ZERO_RUN;
+        let words = chunk.chunks_exact(8);
+        let tail = words.remainder();
+        for (w, word) in words.enumerate() {
+            let mut bits = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            while bits != 0 {
+                let byte = bits.trailing_zeros() / 8;
+                rows.push((base + w * 8) as u32 + byte);
+                bits &= !(0xff << (byte * 8));
+            }
+        }
+        let rest = base + chunk.len() - tail.len();
+        rows.extend(tail.iter().enumerate().filter(|(_, &b)| b != 0).map(|(i, _)| (rest + i) as u32));
     }
 }
 
@@ -429,6 +457,17 @@ fn full_panel<T: Float, G: Gather>(
     acc
 }
 
+/// Asks for the cache line of one element (x86-64; elsewhere a no-op).
+#[inline(always)]
+fn prefetch_element<A>(element: &A) {
+    // SAFETY: a prefetch of an address inside `element`; it reads nothing architecturally.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(element as *const A as *const i8)
+    }
+}
+
 /// Asks for the cache lines of one full panel (a fixed count: no loop left at run time).
 #[inline(always)]
 fn prefetch_panel<A>(panel: &[A; PANEL]) {
@@ -476,6 +515,10 @@ fn fetch_live_row<T: Float, P: Index, A>(a: &CsrView<P>, w: &EntryWeights<T>, li
         prefetch(&a.indices[entries.clone()]);
         w.prefetch_range(entries);
     }
+    // the row's extent comes first: fetch it as far ahead again
+    if let Some(&r) = live.rows.get(i + ROWS_AHEAD) {
+        prefetch(&a.indptr[r as usize..r as usize + 2]);
+    }
 }
 
 /// Whether the scatter can add into the output itself: beta = 1 keeps every output value, and
@@ -495,13 +538,19 @@ fn scatter_in_place<T: Float, P: Index>(a: &CsrView<P>, live: &LiveRows<T::Acc>,
     let live_rows = live.rows.iter().map(|&r| a.row(r as usize));
     for (i, (row, values)) in live_rows.zip(live.values.chunks(n.max(1))).enumerate() {
         fetch_live_row(a, &w, live, i + ROWS_AHEAD);
-        for j in row.clone() {
-            if j + AHEAD < row.end {
-                prefetch(&out[a.indices[j + AHEAD] as usize * y.ld..][..n]);
+        let columns = &a.indices[row.clone()];
+        for (q, j) in row.enumerate() {
+            if let Some(&ahead) = columns.get(q + AHEAD) {
+                prefetch_element(&out[ahead as usize * y.ld]);
             }
-            let (c, aw) = (a.indices[j] as usize, alpha * w.at(j));
-            let dst = &mut out[c * y.ld..][..n];
-            dst.iter_mut().zip(values).for_each(|(o, &v)| *o = T::from_acc(o.to_acc() + aw * v));
+            let (c, aw) = (columns[q] as usize, alpha * w.at(j));
+            if n == 1 {
+                let o = &mut out[c * y.ld];
+                *o = T::from_acc(o.to_acc() + aw * values[0]);
+            } else {
+                let dst = &mut out[c * y.ld..][..n];
+                dst.iter_mut().zip(values).for_each(|(o, &v)| *o = T::from_acc(o.to_acc() + aw * v));
+            }
         }
     }
     Ok(())
