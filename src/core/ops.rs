@@ -202,7 +202,10 @@ pub fn dense_mm(
             let fits = |alg| match alg {
                 plan::DenseMm::MvRowWarp => op == Op::N && c.cols == 1,
                 plan::DenseMm::MvColumnBlocks => op == Op::T && c.cols == 1,
-                plan::DenseMm::Tiled | plan::DenseMm::InputNonzeros | plan::DenseMm::Reference => true,
+                plan::DenseMm::Tiled
+                | plan::DenseMm::InputNonzeros
+                | plan::DenseMm::Gemm
+                | plan::DenseMm::Reference => true,
             };
             let alg = gpu_plan(s, plan::choose_dense_mm(op, c.cols), fits)?;
             cuda::dense_mm(s, alg, op == Op::T, kind, alpha, w, x, beta, c)

@@ -141,6 +141,8 @@ algorithms! {
         /// Only the input's nonzeros (events) are visited: N gathers W's row at their rows, T
         /// adds W's rows into each output column, with the machine's SIMD width.
         InputNonzeros = "input_nonzeros" on Cpu,
+        /// The gemm crate's micro-kernels over all of W and the input (f32/f64).
+        Gemm = "gemm" on Cpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -316,11 +318,13 @@ pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
 }
 
 /// Dense mv / mm on the CPU, from the input's nonzeros among its elements: visiting only the
-/// nonzeros costs a scalar gather each (N), the reference a SIMD lane over every column of a
-/// live row.
-pub fn choose_dense_mm_cpu(nonzeros: usize, elements: usize) -> DenseMm {
+/// nonzeros costs a scalar gather each (N); above that share the GEMM micro-kernels (f32/f64)
+/// or the reference (f16/bf16).
+pub fn choose_dense_mm_cpu(nonzeros: usize, elements: usize, dtype: DType) -> DenseMm {
     if nonzeros.saturating_mul(CPU.dense_nonzero_share) < elements {
         DenseMm::InputNonzeros
+    } else if matches!(dtype, DType::F32 | DType::F64) {
+        DenseMm::Gemm
     } else {
         DenseMm::Reference
     }
@@ -554,8 +558,9 @@ mod tests {
         assert_eq!(choose_bsrmm(&call(DType::F32, 64, 64, true)), Bsrmm::Simt);
         assert_eq!(choose_spmm_t_cpu(20 * 80, 4000 * 80), SpmmT::Scatter);
         assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80), SpmmT::CscGather);
-        assert_eq!(choose_dense_mm_cpu(2000, 2000 * 100), DenseMm::InputNonzeros);
-        assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100), DenseMm::Reference);
+        assert_eq!(choose_dense_mm_cpu(2000, 2000 * 100, DType::F32), DenseMm::InputNonzeros);
+        assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::F32), DenseMm::Gemm);
+        assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::BF16), DenseMm::Reference);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::core::context::Stream;
 use crate::core::dense::Dense;
 use crate::core::plan::{self, decide, Backend, DenseMm};
 use crate::core::{InputKind, Op};
-use crate::dtype::{with_event, with_float, Acc, Float};
+use crate::dtype::{with_event, with_float, Acc, DType, Float};
 use crate::error::Result;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -36,6 +36,8 @@ pub struct Nonzeros<A> {
     start: Vec<usize>,
     rows: Vec<u32>,
     values: Vec<A>,
+    /// Events as 0/1 values for the GEMM path.
+    packed: Vec<A>,
 }
 
 thread_local! {
@@ -68,12 +70,15 @@ where
     T::Acc::with_nonzeros(|nz| {
         nz.collect::<T>(p.s, p.kind)?;
         let (k, n) = (p.s.rows, p.s.cols);
-        let chosen = plan::choose_dense_mm_cpu(nz.rows.len(), k * n);
-        match decide(&st.ctx.forced, Backend::Cpu, chosen, |_| true)? {
+        let chosen = plan::choose_dense_mm_cpu(nz.rows.len(), k * n, T::DTYPE);
+        let gemm_fits = matches!(T::DTYPE, DType::F32 | DType::F64);
+        let fits = |alg| alg != DenseMm::Gemm || gemm_fits;
+        match decide(&st.ctx.forced, Backend::Cpu, chosen, fits)? {
             DenseMm::InputNonzeros => {
                 nonzero_product::<T>(st, nz, p);
                 Ok(())
             }
+            DenseMm::Gemm => gemm_product::<T>(st, &mut nz.packed, p),
             _ => reference(),
         }
     })
@@ -253,4 +258,58 @@ fn add_rows<T: Float>(acc: &mut [T::Acc], nz: &Nonzeros<T::Acc>, j: usize, ws: &
         let (r, v) = (nz.rows[q] as usize, nz.values[q]);
         acc.iter_mut().zip(&ws[r * ld..][..m]).for_each(|(a, &x)| *a = *a + x.to_acc() * v);
     }
+}
+
+/// `C = alpha·op(W)·S + beta·C` through the gemm crate's micro-kernels (f32/f64: W's dtype is its
+/// own accumulator), S read in place when it holds floats, else packed as 0/1 values.
+fn gemm_product<T: Float>(st: &Stream, packed: &mut Vec<T::Acc>, p: &DenseProduct) -> Result<()> {
+    let (w, s, c) = (p.w, p.s, p.c);
+    let (m, n, k) = (c.rows, c.cols, s.rows);
+    // SAFETY: the plan runs this for f32/f64, whose values are their accumulator type; host
+    // memory; C does not overlap W or S (checked by the op).
+    let (ws, out) = unsafe { (w.slice::<T::Acc>(), c.slice_mut::<T::Acc>()) };
+    let (x, ldx) = match p.kind {
+        InputKind::Float => (unsafe { s.slice::<T::Acc>() }, s.ld),
+        InputKind::Events => {
+            packed.clear();
+            let one = |active: bool| if active { T::Acc::ONE } else { T::Acc::ZERO };
+            with_event!(s.dtype, E => super::pack_into(s, packed, |e: E| one(crate::dtype::Event::active(e))));
+            (&packed[..], n)
+        }
+    };
+    // N: W is m x k; T: W is k x m, read transposed
+    let (w_rs, w_cs) = if p.op == Op::N { (w.ld as isize, 1) } else { (1, w.ld as isize) };
+    let threads = if m * n * k < plan::CPU.inline_work_max { 1 } else { st.ctx.threads() };
+    let mut call = move || {
+        // SAFETY: C is m x n at stride c.ld, op(W) m x k at (w_rs, w_cs), S k x n at stride ldx.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                out.as_mut_ptr(),
+                1,
+                c.ld as isize,
+                p.beta != 0.0,
+                ws.as_ptr(),
+                w_cs,
+                w_rs,
+                x.as_ptr(),
+                1,
+                ldx as isize,
+                T::Acc::cast(p.beta),
+                T::Acc::cast(p.alpha),
+                false,
+                false,
+                false,
+                if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None },
+            )
+        }
+    };
+    if threads > 1 {
+        st.ctx.run(call);
+    } else {
+        call();
+    }
+    Ok(())
 }

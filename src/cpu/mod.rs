@@ -29,13 +29,18 @@ const MIN_ROWS_PER_TASK: usize = 64;
 
 /// The logical elements of `x`, row-major and packed, mapped through `f`.
 fn packed<T: Copy, U>(x: &Dense, f: impl Fn(T) -> U) -> Vec<U> {
+    let mut out = Vec::with_capacity(x.numel());
+    pack_into(x, &mut out, f);
+    out
+}
+
+/// Appends the logical elements of `x`, row-major, mapped through `f`.
+fn pack_into<T: Copy, U>(x: &Dense, out: &mut Vec<U>, f: impl Fn(T) -> U) {
     // SAFETY: callers pick T from x.dtype; CPU arrays are host memory.
     let data = unsafe { x.slice::<T>() };
-    let mut out = Vec::with_capacity(x.numel());
     for r in (0..x.rows).filter(|_| x.cols > 0) {
         out.extend(data[r * x.ld..r * x.ld + x.cols].iter().map(|&v| f(v)));
     }
-    out
 }
 
 /// Which elements of an event array are active.

@@ -212,7 +212,7 @@ pub fn dense_mm(
     let (t, input) = (Some(w.dtype), Some(x.dtype));
     let (m, n) = (c.rows as u64, c.cols as u64);
     let (family, grid) = match alg {
-        DenseMm::InputNonzeros | DenseMm::Reference => return Err(cpu_only(alg)),
+        DenseMm::InputNonzeros | DenseMm::Gemm | DenseMm::Reference => return Err(cpu_only(alg)),
         DenseMm::MvRowWarp => (DENSE_MV_N, Grid::warps(m)),
         DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
         DenseMm::Tiled => {
