@@ -1,5 +1,6 @@
 /* Per-call cost of a simulator's step on the CPU backend: spmv T on events (spikes in, synaptic
- * currents added into the output, beta = 1), through the C API as a simulator calls it.
+ * currents added into the output, beta = 1), through the C API as a simulator calls it, and the
+ * same with the matrix stored the other way round (N, through the CSC mirror).
  * Networks: 4,000 neurons x 80 synapses with about 20 spikes per step, and 400,000 x 80 with
  * 0.5% spiking. Each step draws fresh spikes; the time per call is the median over bursts of
  * STEPS calls (the spike vectors are drawn beforehand), with EVS_NUM_THREADS threads (default:
@@ -23,7 +24,7 @@ static uint64_t next(void) {
     return rng_state;
 }
 
-static void step_cost(int neurons, int per_row, double active_fraction, const char *threads) {
+static void step_cost(evs_op op, int neurons, int per_row, double active_fraction, const char *threads) {
     long long nnz = (long long)neurons * per_row;
     int32_t *indptr = malloc((neurons + 1) * sizeof *indptr), *indices = malloc(nnz * sizeof *indices);
     float *w = malloc(nnz * sizeof *w);
@@ -55,11 +56,11 @@ static void step_cost(int neurons, int per_row, double active_fraction, const ch
     for (int b = -1; b < BURSTS; b++) { /* burst -1 warms up */
         double t0 = now_s();
         for (int s = 0; s < STEPS; s++)
-            EVS(evs_spmv(st, EVS_OP_T, EVS_INPUT_EVENTS, 1.0, a, spikes[s % VECTORS], 1.0, current));
+            EVS(evs_spmv(st, op, EVS_INPUT_EVENTS, 1.0, a, spikes[s % VECTORS], 1.0, current));
         if (b >= 0) per_call[b] = (now_s() - t0) / STEPS;
     }
     qsort(per_call, BURSTS, sizeof *per_call, by_value);
-    printf("| spmv T events %d neurons x %d/row, %.1f spikes per step, beta = 1 | %s | %s | %.2f |\n", neurons, per_row,
+    printf("| spmv %c events %d neurons x %d/row, %.1f spikes per step, beta = 1 | %s | %s | %.2f |\n", op == EVS_OP_N ? 'N' : 'T', neurons, per_row,
            (double)spiking / VECTORS, threads ? threads : "all", evs_last_plan(), per_call[BURSTS / 2] * 1e6);
 
     for (int v = 0; v < VECTORS; v++) EVS(evs_dense_destroy(spikes[v]));
@@ -72,7 +73,9 @@ static void step_cost(int neurons, int per_row, double active_fraction, const ch
 
 int main(void) {
     const char *threads = getenv("EVS_NUM_THREADS");
-    step_cost(4000, 80, 20.0 / 4000, threads);
-    step_cost(400000, 80, 0.005, threads);
+    for (evs_op op = EVS_OP_T; op >= EVS_OP_N; op--) {
+        step_cost(op, 4000, 80, 20.0 / 4000, threads);
+        step_cost(op, 400000, 80, 0.005, threads);
+    }
     return 0;
 }

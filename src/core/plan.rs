@@ -107,6 +107,9 @@ algorithms! {
         /// for small calls); each row adds rows of B in panels of columns, with the machine's
         /// SIMD width.
         RowRanges = "row_ranges" on Cpu,
+        /// Columns with live input (events) spread their entries onto the output rows along
+        /// the CSC mirror, on the calling thread: only the active synapses are touched.
+        CscScatter = "csc_scatter" on Cpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -292,8 +295,9 @@ pub struct CpuTable {
     /// Calls with fewer multiply-adds than this run on the calling thread: handing work to the
     /// thread pool and back costs several microseconds.
     pub inline_work_max: usize,
-    /// spmm T scatters when the rows with live input hold less than 1 / `scatter_share` of the
-    /// stored entries (the scatter runs on one thread, the gather on all).
+    /// spmm T (and N on events, along the CSC mirror) scatters when the lines with live input
+    /// hold less than 1 / `scatter_share` of the stored entries (the scatter runs on one
+    /// thread, the gather on all).
     pub scatter_share: usize,
     /// Dense products visit only the input's nonzeros when they are fewer than 1 /
     /// `dense_nonzero_share` of its elements.
@@ -303,9 +307,12 @@ pub struct CpuTable {
 /// Set from `make bench-cpu` (bench/NOTES.md, "CPU").
 pub const CPU: CpuTable = CpuTable { inline_work_max: 1 << 15, scatter_share: 8, dense_nonzero_share: 4 };
 
-/// spmv / spmm N on the CPU.
-pub fn choose_spmm_n_cpu() -> SpmmN {
-    SpmmN::RowRanges
+/// spmv / spmm N on the CPU, from the stored entries the live input columns reach (events).
+pub fn choose_spmm_n_cpu(live_entries: Option<usize>, nnz: usize) -> SpmmN {
+    match live_entries {
+        Some(live) if live.saturating_mul(CPU.scatter_share) < nnz => SpmmN::CscScatter,
+        _ => SpmmN::RowRanges,
+    }
 }
 
 /// spmv / spmm T on the CPU, from the stored entries the live input rows reach.
@@ -557,6 +564,8 @@ mod tests {
         assert_eq!(choose_bsrmm(&call(DType::F16, 64, 64, false)), Bsrmm::Simt);
         assert_eq!(choose_bsrmm(&call(DType::F32, 64, 64, true)), Bsrmm::Simt);
         assert_eq!(choose_spmm_t_cpu(20 * 80, 4000 * 80), SpmmT::Scatter);
+        assert_eq!(choose_spmm_n_cpu(Some(20 * 80), 4000 * 80), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n_cpu(None, 4000 * 80), SpmmN::RowRanges);
         assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80), SpmmT::CscGather);
         assert_eq!(choose_dense_mm_cpu(2000, 2000 * 100, DType::F32), DenseMm::InputNonzeros);
         assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::F32), DenseMm::Gemm);

@@ -46,30 +46,52 @@ where
         let (Buffers { input, gathered, acc }, live_rows) = T::Acc::parts(scratch);
         let a = p.a;
         match op {
-            Op::N => match decide(forced, Backend::Cpu, plan::choose_spmm_n_cpu(), |_| true)? {
-                SpmmN::Reference => reference(),
-                _ => {
-                    let input = Input::of::<T>(p.x, p.kind, input)?;
-                    // SAFETY (views): P is the index type; host memory.
-                    with_index!(a.index, P => gather::<T, _>(s, &unsafe { a.view::<P>() }, &input, p))
+            Op::N => {
+                // events may be sparse enough to spread along the CSC mirror
+                let live = match p.kind {
+                    InputKind::Events => Some(LiveRows::of::<T>(p.x, p.kind, live_rows, input)?),
+                    InputKind::Float => None,
+                };
+                let live_entries = live.as_ref().map(|l| l.entries(a.analysis()));
+                match decide(forced, Backend::Cpu, plan::choose_spmm_n_cpu(live_entries, a.nnz), |_| true)? {
+                    SpmmN::Reference => reference(),
+                    SpmmN::CscScatter => {
+                        let live = match live {
+                            Some(live) => live,
+                            None => LiveRows::of::<T>(p.x, p.kind, live_rows, input)?,
+                        };
+                        spread::<T, _>(a.analysis(), &live, acc, p)
+                    }
+                    _ => {
+                        let input = Input::of::<T>(p.x, p.kind, gathered)?;
+                        // SAFETY (views): P is the index type; host memory.
+                        with_index!(a.index, P => gather::<T, _>(s, &unsafe { a.view::<P>() }, &input, p))
+                    }
                 }
-            },
+            }
             Op::T => {
                 let live = LiveRows::of::<T>(p.x, p.kind, live_rows, input)?;
                 let live_entries = with_index!(a.index, P => live.entries(&unsafe { a.view::<P>() }));
                 match decide(forced, Backend::Cpu, plan::choose_spmm_t_cpu(live_entries, a.nnz), |_| true)? {
                     SpmmT::Reference => reference(),
-                    SpmmT::Scatter if adds_in_place(p) => {
-                        with_index!(a.index, P => scatter_in_place::<T, _>(&unsafe { a.view::<P>() }, &live, p))
-                    }
                     SpmmT::Scatter => {
-                        with_index!(a.index, P => scatter::<T, _>(&unsafe { a.view::<P>() }, &live, acc, p))
+                        with_index!(a.index, P => spread::<T, _>(&unsafe { a.view::<P>() }, &live, acc, p))
                     }
                     SpmmT::CscGather => gather::<T, _>(s, a.analysis(), &Input::of::<T>(p.x, p.kind, gathered)?, p),
                 }
             }
         }
     })
+}
+
+/// Scatters the live input lines along `g`: in place where the output allows it, else through
+/// the accumulator.
+fn spread<T: Float, G: Lines>(g: &G, live: &LiveRows<T::Acc>, acc: &mut Vec<T::Acc>, p: &Product) -> Result<()> {
+    if adds_in_place(p) {
+        scatter_in_place::<T, G>(g, live, p)
+    } else {
+        scatter::<T, G>(g, live, acc, p)
+    }
 }
 
 // ---------------------------------------------------------------- per-thread scratch
@@ -183,9 +205,9 @@ impl<'a, A: Acc> LiveRows<'a, A> {
         Ok(LiveRows { rows, values, n: x.cols })
     }
 
-    /// The stored entries the live rows reach.
-    fn entries<P: Index>(&self, a: &CsrView<P>) -> usize {
-        self.rows.iter().map(|&r| a.row(r as usize).len()).sum()
+    /// The stored entries the live lines reach.
+    fn entries<G: Lines>(&self, g: &G) -> usize {
+        self.rows.iter().map(|&r| g.offset(r as usize + 1) - g.offset(r as usize)).sum()
     }
 }
 
@@ -255,48 +277,68 @@ fn all_zero_bytes<E>(chunk: &[E]) -> bool {
 
 // ---------------------------------------------------------------- gather (N, and T along CSC)
 
-/// The stored entries each output row gathers, by position: each names an input row and a
-/// weight; an output row's entries are the positions from its offset to the next row's.
-trait Gather: Sync {
+/// The matrix as lines, by position: the rows of the CSR arrays, or its columns along the CSC
+/// mirror. Each stored entry has a position (a line's run from its offset to the next line's),
+/// the index across it (a row's column, a column's row) and the position of its weight. A
+/// gather sums each output line over the inputs across it; a scatter spreads each live input
+/// line onto the outputs across it.
+trait Lines: Sync {
     /// Whether consecutive entries' weights lie apart in memory.
     const SCATTERED_WEIGHTS: bool;
-    fn outputs(&self) -> usize;
-    fn offset(&self, row: usize) -> usize;
-    fn source(&self, pos: usize) -> usize;
+    fn lines(&self) -> usize;
+    fn offset(&self, line: usize) -> usize;
+    fn across(&self, pos: usize) -> usize;
     fn weight(&self, pos: usize) -> usize;
+    /// Asks for the cache lines of `line`'s extent.
+    fn prefetch_extent(&self, line: usize);
+    /// Asks for the cache lines of the entries at `span` (indices across, weight positions).
+    fn prefetch_entries(&self, span: Range<usize>);
 }
 
-/// N: row i gathers the input rows of its column indices.
-impl<P: Index> Gather for CsrView<'_, P> {
+/// The rows of the CSR arrays: N gathers along them, T scatters along them.
+impl<P: Index> Lines for CsrView<'_, P> {
     const SCATTERED_WEIGHTS: bool = false;
-    fn outputs(&self) -> usize {
+    fn lines(&self) -> usize {
         self.m
     }
     fn offset(&self, row: usize) -> usize {
         self.indptr[row].get() as usize
     }
-    fn source(&self, pos: usize) -> usize {
+    fn across(&self, pos: usize) -> usize {
         self.indices[pos] as usize
     }
     fn weight(&self, pos: usize) -> usize {
         pos
     }
+    fn prefetch_extent(&self, row: usize) {
+        prefetch(&self.indptr[row..row + 2]);
+    }
+    fn prefetch_entries(&self, span: Range<usize>) {
+        prefetch(&self.indices[span]);
+    }
 }
 
-/// T: column c gathers the input rows of its entries, along the CSC mirror.
-impl Gather for Analysis {
+/// The columns, along the CSC mirror: T gathers along them, N on events scatters along them.
+impl Lines for Analysis {
     const SCATTERED_WEIGHTS: bool = true;
-    fn outputs(&self) -> usize {
+    fn lines(&self) -> usize {
         self.colptr.len() - 1
     }
     fn offset(&self, col: usize) -> usize {
         self.colptr[col]
     }
-    fn source(&self, pos: usize) -> usize {
+    fn across(&self, pos: usize) -> usize {
         self.rowind[pos] as usize
     }
     fn weight(&self, pos: usize) -> usize {
         self.perm[pos]
+    }
+    fn prefetch_extent(&self, col: usize) {
+        prefetch(&self.colptr[col..col + 2]);
+    }
+    fn prefetch_entries(&self, span: Range<usize>) {
+        prefetch(&self.rowind[span.clone()]);
+        prefetch(&self.perm[span]);
     }
 }
 
@@ -328,14 +370,14 @@ impl<T> SharedRows<T> {
 
 /// Every output row as a sum over the entries it gathers, threads over row ranges of equal
 /// entry counts (or the calling thread alone for a small call).
-fn gather<T: Float, G: Gather>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Product) -> Result<()> {
+fn gather<T: Float, G: Lines>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Product) -> Result<()> {
     let (y, n) = (p.y, p.y.cols);
     let w = EntryWeights::<T>::of(p.a);
     let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
     // SAFETY: T is y's dtype (checked by the op); host memory, written at disjoint rows below.
     let out = unsafe { y.slice_mut::<T>() };
     let out = SharedRows::new(out);
-    let (rows, entries) = (g.outputs(), g.offset(g.outputs()));
+    let (rows, entries) = (g.lines(), g.offset(g.lines()));
     let ranges = if (entries + rows) * n < CPU.inline_work_max { 1 } else { s.ctx.threads() * RANGES_PER_THREAD };
     let range = |t: usize| balanced(g, ranges, t);
     let task = |t: usize| {
@@ -356,8 +398,8 @@ fn gather<T: Float, G: Gather>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Pro
 }
 
 /// Range `t` of `ranges` that split the output rows into runs of about equal entry counts.
-fn balanced<G: Gather>(g: &G, ranges: usize, t: usize) -> Range<usize> {
-    let (rows, entries) = (g.outputs(), g.offset(g.outputs()));
+fn balanced<G: Lines>(g: &G, ranges: usize, t: usize) -> Range<usize> {
+    let (rows, entries) = (g.lines(), g.offset(g.lines()));
     let first_row_from = |e: usize| {
         // the first row whose entries start at or after e
         let (mut lo, mut hi) = (0, rows);
@@ -380,7 +422,7 @@ fn balanced<G: Gather>(g: &G, ranges: usize, t: usize) -> Range<usize> {
 /// this one adds: they are scattered over the input, so the hardware cannot guess them.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 #[allow(clippy::too_many_arguments)]
-fn gather_rows<T: Float, G: Gather>(
+fn gather_rows<T: Float, G: Lines>(
     g: &G,
     rows: Range<usize>,
     w: &EntryWeights<T>,
@@ -393,7 +435,7 @@ fn gather_rows<T: Float, G: Gather>(
     let (first, limit) = (rows.start, g.offset(rows.end));
     let ahead = |pos: usize, p0: usize, width: usize| {
         if pos + AHEAD < limit {
-            prefetch(&input.row(g.source(pos + AHEAD))[p0..][..width]);
+            prefetch(&input.row(g.across(pos + AHEAD))[p0..][..width]);
             if G::SCATTERED_WEIGHTS {
                 w.prefetch(g.weight(pos + AHEAD));
             }
@@ -405,7 +447,7 @@ fn gather_rows<T: Float, G: Gather>(
             let mut sum = T::Acc::ZERO;
             for pos in span {
                 ahead(pos, 0, 1);
-                sum = sum + w.at(g.weight(pos)) * input.row(g.source(pos))[0];
+                sum = sum + w.at(g.weight(pos)) * input.row(g.across(pos))[0];
             }
             blend.store(&mut out_row[0], sum);
             continue;
@@ -420,7 +462,7 @@ fn gather_rows<T: Float, G: Gather>(
             let width = panel.len();
             for pos in span.clone() {
                 ahead(pos, p0, width);
-                let (wj, src) = (w.at(g.weight(pos)), &input.row(g.source(pos))[p0..][..width]);
+                let (wj, src) = (w.at(g.weight(pos)), &input.row(g.across(pos))[p0..][..width]);
                 acc.iter_mut().zip(src).for_each(|(a, &v)| *a = *a + wj * v);
             }
             panel.iter_mut().zip(&acc).for_each(|(o, &v)| blend.store(o, v));
@@ -431,7 +473,7 @@ fn gather_rows<T: Float, G: Gather>(
 /// The sums of one full panel (columns `p0..p0 + PANEL`) over the entries at `span`, indexed
 /// by constants only, so that they stay in vector registers.
 #[inline(always)]
-fn full_panel<T: Float, G: Gather>(
+fn full_panel<T: Float, G: Lines>(
     g: &G,
     span: Range<usize>,
     limit: usize,
@@ -442,13 +484,13 @@ fn full_panel<T: Float, G: Gather>(
     let mut acc = [T::Acc::ZERO; PANEL];
     for pos in span {
         if pos + AHEAD < limit {
-            let ahead: &[T::Acc; PANEL] = input.row(g.source(pos + AHEAD))[p0..][..PANEL].try_into().expect("a panel");
+            let ahead: &[T::Acc; PANEL] = input.row(g.across(pos + AHEAD))[p0..][..PANEL].try_into().expect("a panel");
             prefetch_panel(ahead);
         }
         if G::SCATTERED_WEIGHTS && pos + WEIGHTS_AHEAD < limit {
             w.prefetch(g.weight(pos + WEIGHTS_AHEAD));
         }
-        let src: &[T::Acc; PANEL] = input.row(g.source(pos))[p0..][..PANEL].try_into().expect("a panel");
+        let src: &[T::Acc; PANEL] = input.row(g.across(pos))[p0..][..PANEL].try_into().expect("a panel");
         let wj = w.at(g.weight(pos));
         for c in 0..PANEL {
             acc[c] = acc[c] + wj * src[c];
@@ -506,18 +548,19 @@ pub(super) fn prefetch<A>(data: &[A]) {
 
 // ---------------------------------------------------------------- scatter (T, live rows)
 
-/// Live rows lie anywhere in the matrix: fetches the entries of live row `i` before they are
-/// needed.
+/// Live lines lie anywhere in the matrix: fetches the entries of live line `i` before they are
+/// needed, and the extent of the one `ROWS_AHEAD` further on.
 #[inline]
-fn fetch_live_row<T: Float, P: Index, A>(a: &CsrView<P>, w: &EntryWeights<T>, live: &LiveRows<A>, i: usize) {
+fn fetch_live_line<T: Float, G: Lines, A>(g: &G, w: &EntryWeights<T>, live: &LiveRows<A>, i: usize) {
     if let Some(&r) = live.rows.get(i) {
-        let entries = a.row(r as usize);
-        prefetch(&a.indices[entries.clone()]);
-        w.prefetch_range(entries);
+        let span = g.offset(r as usize)..g.offset(r as usize + 1);
+        g.prefetch_entries(span.clone());
+        if !G::SCATTERED_WEIGHTS {
+            w.prefetch_range(span);
+        }
     }
-    // the row's extent comes first: fetch it as far ahead again
     if let Some(&r) = live.rows.get(i + ROWS_AHEAD) {
-        prefetch(&a.indptr[r as usize..r as usize + 2]);
+        g.prefetch_extent(r as usize);
     }
 }
 
@@ -530,20 +573,22 @@ fn adds_in_place(p: &Product) -> bool {
 /// T with beta = 1 on f32/f64 outputs, on the calling thread: each entry of a live row adds
 /// alpha·w·x straight into its output element, as a simulator adds synaptic currents (one
 /// pass, no accumulator; rows ascending, each addition rounded in the output's precision).
-fn scatter_in_place<T: Float, P: Index>(a: &CsrView<P>, live: &LiveRows<T::Acc>, p: &Product) -> Result<()> {
+fn scatter_in_place<T: Float, G: Lines>(g: &G, live: &LiveRows<T::Acc>, p: &Product) -> Result<()> {
     let (y, n) = (p.y, live.n);
     let (w, alpha) = (EntryWeights::<T>::of(p.a), T::Acc::cast(p.alpha));
     // SAFETY: T is y's dtype (checked by the op); host memory.
     let out = unsafe { y.slice_mut::<T>() };
-    let live_rows = live.rows.iter().map(|&r| a.row(r as usize));
-    for (i, (row, values)) in live_rows.zip(live.values.chunks(n.max(1))).enumerate() {
-        fetch_live_row(a, &w, live, i + ROWS_AHEAD);
-        let columns = &a.indices[row.clone()];
-        for (q, j) in row.enumerate() {
-            if let Some(&ahead) = columns.get(q + AHEAD) {
-                prefetch_element(&out[ahead as usize * y.ld]);
+    for (i, (&r, values)) in live.rows.iter().zip(live.values.chunks(n.max(1))).enumerate() {
+        fetch_live_line(g, &w, live, i + ROWS_AHEAD);
+        let span = g.offset(r as usize)..g.offset(r as usize + 1);
+        for pos in span.clone() {
+            if pos + AHEAD < span.end {
+                prefetch_element(&out[g.across(pos + AHEAD) * y.ld]);
+                if G::SCATTERED_WEIGHTS {
+                    w.prefetch(g.weight(pos + AHEAD));
+                }
             }
-            let (c, aw) = (columns[q] as usize, alpha * w.at(j));
+            let (c, aw) = (g.across(pos), alpha * w.at(g.weight(pos)));
             if n == 1 {
                 let o = &mut out[c * y.ld];
                 *o = T::from_acc(o.to_acc() + aw * values[0]);
@@ -561,26 +606,21 @@ fn scatter_in_place<T: Float, P: Index>(a: &CsrView<P>, live: &LiveRows<T::Acc>,
 /// the output is written from the accumulator, which is left zero again: with beta = 1 only the
 /// rows those entries reach (a row that summed to zero keeps its value, as `alpha·0 + y` would),
 /// else every row. Accumulator rows `AHEAD` entries on are fetched while one adds.
-fn scatter<T: Float, P: Index>(
-    a: &CsrView<P>,
-    live: &LiveRows<T::Acc>,
-    acc: &mut Vec<T::Acc>,
-    p: &Product,
-) -> Result<()> {
-    let (y, n) = (p.y, live.n);
+fn scatter<T: Float, G: Lines>(g: &G, live: &LiveRows<T::Acc>, acc: &mut Vec<T::Acc>, p: &Product) -> Result<()> {
+    let (y, n, outputs) = (p.y, live.n, p.y.rows);
     let w = EntryWeights::<T>::of(p.a);
     let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
-    if acc.len() < a.k * n {
-        acc.resize(a.k * n, T::Acc::ZERO);
+    if acc.len() < outputs * n {
+        acc.resize(outputs * n, T::Acc::ZERO);
     }
-    let live_rows = || live.rows.iter().map(|&r| a.row(r as usize));
-    for (i, (row, values)) in live_rows().zip(live.values.chunks(n.max(1))).enumerate() {
-        fetch_live_row(a, &w, live, i + ROWS_AHEAD);
-        for j in row.clone() {
-            if j + AHEAD < row.end {
-                prefetch(&acc[a.indices[j + AHEAD] as usize * n..][..n]);
+    let spans = || live.rows.iter().map(|&r| g.offset(r as usize)..g.offset(r as usize + 1));
+    for (i, (span, values)) in spans().zip(live.values.chunks(n.max(1))).enumerate() {
+        fetch_live_line(g, &w, live, i + ROWS_AHEAD);
+        for pos in span.clone() {
+            if pos + AHEAD < span.end {
+                prefetch(&acc[g.across(pos + AHEAD) * n..][..n]);
             }
-            let (c, wj) = (a.indices[j] as usize, w.at(j));
+            let (c, wj) = (g.across(pos), w.at(g.weight(pos)));
             if n == 1 {
                 acc[c] = acc[c] + wj * values[0];
             } else {
@@ -592,8 +632,8 @@ fn scatter<T: Float, P: Index>(
     let out = unsafe { y.slice_mut::<T>() };
     // with beta = 1 only the rows the live entries reach are written; else all of them
     let every_row = p.beta != 1.0 || !p.alpha.is_finite();
-    let reached = live_rows().flatten().map(|j| a.indices[j] as usize);
-    let rows: &mut dyn Iterator<Item = usize> = if every_row { &mut (0..a.k) } else { &mut { reached } };
+    let reached = spans().flatten().map(|pos| g.across(pos));
+    let rows: &mut dyn Iterator<Item = usize> = if every_row { &mut (0..outputs) } else { &mut { reached } };
     if n == 1 {
         // one column, the common spiking step: plain elements, no slices
         for c in rows {

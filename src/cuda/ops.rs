@@ -80,7 +80,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
     let args = product_args(p);
     let vector = n == 1;
     match alg {
-        SpmmN::RowRanges | SpmmN::Reference => Err(cpu_only(alg)),
+        SpmmN::RowRanges | SpmmN::CscScatter | SpmmN::Reference => Err(cpu_only(alg)),
         SpmmN::ThreadPerRow => {
             let grid = Grid::new(((a.m as u64).div_ceil(THREADS as u64), 1), (THREADS, 1));
             gpu.launch(stream, gpu.kernel(SPMM_N_THREAD, t, input)?, grid, &args)
