@@ -288,6 +288,8 @@ trait Lines: Sync {
     fn lines(&self) -> usize;
     fn offset(&self, line: usize) -> usize;
     fn across(&self, pos: usize) -> usize;
+    /// `across` over a run of positions, with one bounds check for the run.
+    fn across_run(&self, span: Range<usize>) -> impl Iterator<Item = usize> + '_;
     fn weight(&self, pos: usize) -> usize;
     /// Asks for the cache lines of `line`'s extent.
     fn prefetch_extent(&self, line: usize);
@@ -306,6 +308,9 @@ impl<P: Index> Lines for CsrView<'_, P> {
     }
     fn across(&self, pos: usize) -> usize {
         self.indices[pos] as usize
+    }
+    fn across_run(&self, span: Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        self.indices[span].iter().map(|&c| c as usize)
     }
     fn weight(&self, pos: usize) -> usize {
         pos
@@ -329,6 +334,9 @@ impl Lines for Analysis {
     }
     fn across(&self, pos: usize) -> usize {
         self.rowind[pos] as usize
+    }
+    fn across_run(&self, span: Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        self.rowind[span].iter().map(|&r| r as usize)
     }
     fn weight(&self, pos: usize) -> usize {
         self.perm[pos]
@@ -581,14 +589,15 @@ fn scatter_in_place<T: Float, G: Lines>(g: &G, live: &LiveRows<T::Acc>, p: &Prod
     for (i, (&r, values)) in live.rows.iter().zip(live.values.chunks(n.max(1))).enumerate() {
         fetch_live_line(g, &w, live, i + ROWS_AHEAD);
         let span = g.offset(r as usize)..g.offset(r as usize + 1);
-        for pos in span.clone() {
-            if pos + AHEAD < span.end {
-                prefetch_element(&out[g.across(pos + AHEAD) * y.ld]);
+        let mut ahead = g.across_run((span.start + AHEAD).min(span.end)..span.end);
+        for (pos, c) in span.clone().zip(g.across_run(span)) {
+            if let Some(next) = ahead.next() {
+                prefetch_element(&out[next * y.ld]);
                 if G::SCATTERED_WEIGHTS {
                     w.prefetch(g.weight(pos + AHEAD));
                 }
             }
-            let (c, aw) = (g.across(pos), alpha * w.at(g.weight(pos)));
+            let aw = alpha * w.at(g.weight(pos));
             if n == 1 {
                 let o = &mut out[c * y.ld];
                 *o = T::from_acc(o.to_acc() + aw * values[0]);
