@@ -90,6 +90,21 @@ class Evs:
         return self.lib.evs_last_plan().decode()
 
 
+def variants(evs, family, run, out, want):
+    """[(plan, seconds)]: the chooser's pick, then the reference forced, each result checked
+    against `want` (relative to its largest element) before it is timed."""
+    results = []
+    for alg in ("auto", "reference"):
+        evs.force(f"{family}:{alg}")
+        run()
+        plan = evs.plan()
+        err = np.abs(out - want).max() / max(np.abs(want).max(), 1e-30)
+        assert err < 1e-5, f"{plan}: relative error {err}"
+        results.append((plan, timed(run)))
+    evs.force(f"{family}:auto")
+    return results
+
+
 def timed(fn):
     """Median seconds of REPS runs after WARMUP."""
     for _ in range(WARMUP):
@@ -137,37 +152,23 @@ def dense_event_rows(evs, threads, gbs, rng):
     for op, name in ((OP_N, "N"), (OP_T, "T")):
         run = lambda: evs.call("evs_dense_mm", evs.stream, op, EVENTS, 1.0, hw, hs, 0.0, hc)
         want = w @ sf if op == OP_N else w.T @ sf
-        for alg in ("auto", "reference"):
-            evs.force(f"dense_mm:{alg}")
-            run()
-            plan = evs.plan()
-            err = np.abs(c - want).max() / max(np.abs(want).max(), 1e-30)
-            assert err < 1e-5, f"{plan}: relative error {err}"
-            ours = timed(run)
+        for plan, ours in variants(evs, "dense_mm", run, c, want):
             base = timed(lambda: tw @ ts if op == OP_N else tw.T @ ts)
             touched = int(s.sum()) * m * 4  # the W entries the events select
             rows.append((f"dense event mm {name} W 2000² f32, S 2000×100 bool 1%", threads, plan, ours,
                          "torch W @ S (BLAS, S as f32)", base, 2 * m * k * n / ours / 1e9,
                          (touched + c.nbytes) / gbs / 1e9 / ours))
             print(" | ".join(str(x) for x in rows[-1]), flush=True)
-        evs.force("dense_mm:auto")
     # dense floats: the GEMM path, against the same BLAS product
     x = rng.random((k, n), dtype=np.float32)
     hx, tx = evs.dense(x), torch.from_numpy(x)
     want = w @ x
-    for alg in ("auto", "reference"):
-        evs.force(f"dense_mm:{alg}")
-        run = lambda: evs.call("evs_dense_mm", evs.stream, OP_N, FLOAT, 1.0, hw, hx, 0.0, hc)
-        run()
-        plan = evs.plan()
-        err = np.abs(c - want).max() / np.abs(want).max()
-        assert err < 1e-5, f"{plan}: relative error {err}"
-        ours = timed(run)
+    run = lambda: evs.call("evs_dense_mm", evs.stream, OP_N, FLOAT, 1.0, hw, hx, 0.0, hc)
+    for plan, ours in variants(evs, "dense_mm", run, c, want):
         base = timed(lambda: tw @ tx)
         rows.append(("dense mm N W 2000² f32, S 2000×100 f32", threads, plan, ours, "torch W @ S (BLAS)", base,
                      2 * m * k * n / ours / 1e9, (w.nbytes + x.nbytes + c.nbytes) / gbs / 1e9 / ours))
         print(" | ".join(str(x) for x in rows[-1]), flush=True)
-    evs.force("dense_mm:auto")
     return rows
 
 
@@ -191,21 +192,14 @@ def bsrmm_rows(evs, threads, gbs, rng):
     ta, tb = torch.from_numpy(dense_a), torch.from_numpy(b)
     want = dense_a @ b
     rows = []
-    for alg in ("auto", "reference"):
-        evs.force(f"bsrmm:{alg}")
-        run = lambda: evs.call("evs_bsrmm", evs.stream, 1.0, ha, hb, 0.0, hc)
-        run()
-        plan = evs.plan()
-        err = np.abs(c - want).max() / np.abs(want).max()
-        assert err < 1e-5, f"{plan}: relative error {err}"
-        ours = timed(run)
+    run = lambda: evs.call("evs_bsrmm", evs.stream, 1.0, ha, hb, 0.0, hc)
+    for plan, ours in variants(evs, "bsrmm", run, c, want):
         base = timed(lambda: ta @ tb)
         flops = 2 * len(indices) * block * block * size
         rows.append((f"bsrmm {size}³ f32, blocks {block}, {density:.0%} blocks", threads, plan, ours,
                      "torch dense A @ B (BLAS)", base, flops / ours / 1e9,
                      (values.nbytes + b.nbytes + c.nbytes) / gbs / 1e9 / ours))
         print(" | ".join(str(x) for x in rows[-1]), flush=True)
-    evs.force("bsrmm:auto")
     return rows
 
 
@@ -241,13 +235,7 @@ def main():
             for op, name in ((OP_N, "N"), (OP_T, "T")):
                 run = lambda: evs.call("evs_spmm", evs.stream, op, FLOAT, 1.0, ha, hb, 0.0, hc)
                 want = a @ b if op == OP_N else a.T @ b
-                for alg in ("auto", "reference"):
-                    evs.force(f"spmm_{name.lower()}:{alg}")
-                    run()
-                    plan = evs.plan()
-                    err = np.abs(c - want).max() / np.abs(want).max()
-                    assert err < 1e-5, f"{plan}: relative error {err}"
-                    ours = timed(run)
+                for plan, ours in variants(evs, f"spmm_{name.lower()}", run, c, want):
                     if threads == 1:
                         base, base_name = timed(lambda: a @ b if op == OP_N else at @ b), "scipy " + (
                             "A @ B" if op == OP_N else "A.T @ B (CSR of Aᵀ)")
@@ -257,7 +245,6 @@ def main():
                     rows.append((f"spmm {name} 10000² ×{per_row}/row, B 128 f32", threads, plan, ours, base_name, base,
                                  2 * a.nnz * n / ours / 1e9, nbytes / gbs / 1e9 / ours))
                     print(" | ".join(str(x) for x in rows[-1]), flush=True)
-                evs.force(f"spmm_{name.lower()}:auto")
         rows += dense_event_rows(evs, threads, gbs, rng)
         rows += bsrmm_rows(evs, threads, gbs, rng)
     print()
