@@ -139,7 +139,7 @@ const ROWS_PER_TASK: usize = 64;
 
 /// Output rows N sums at once: independent chains of additions, each in the reference's order
 /// (a single row's sum waits on the adder's latency at every nonzero).
-const ROWS_AT_ONCE: usize = 4;
+const ROWS_AT_ONCE: usize = 8;
 
 /// `Σ W[row, r] · v` over the nonzeros (r, v) of one input column, for `R` rows of W at once.
 #[inline(always)]
