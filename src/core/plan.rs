@@ -307,17 +307,22 @@ pub struct CpuTable {
 /// Set from `make bench-cpu` (bench/NOTES.md, "CPU").
 pub const CPU: CpuTable = CpuTable { inline_work_max: 1 << 15, scatter_share: 8, dense_nonzero_share: 4 };
 
+/// Whether scattering the entries live input reaches beats the gather over all `nnz`.
+fn scatter_pays(live_entries: usize, nnz: usize) -> bool {
+    live_entries.saturating_mul(CPU.scatter_share) < nnz
+}
+
 /// spmv / spmm N on the CPU, from the stored entries the live input columns reach (events).
 pub fn choose_spmm_n_cpu(live_entries: Option<usize>, nnz: usize) -> SpmmN {
     match live_entries {
-        Some(live) if live.saturating_mul(CPU.scatter_share) < nnz => SpmmN::CscScatter,
+        Some(live) if scatter_pays(live, nnz) => SpmmN::CscScatter,
         _ => SpmmN::RowRanges,
     }
 }
 
 /// spmv / spmm T on the CPU, from the stored entries the live input rows reach.
 pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
-    if live_entries.saturating_mul(CPU.scatter_share) < nnz {
+    if scatter_pays(live_entries, nnz) {
         SpmmT::Scatter
     } else {
         SpmmT::CscGather

@@ -1,6 +1,6 @@
 //! Block-sparse × dense products.
 
-use super::{packed, Blend};
+use super::{gemm_update, packed, Blend};
 use crate::core::bsr::Bsr;
 use crate::core::context::Stream;
 use crate::core::dense::Dense;
@@ -80,35 +80,15 @@ fn bsrmm_gemm(st: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense)
             let block = &values[jb * bm * bk..][..bm * bk];
             let b_rows = &bs[view.indices[jb] as usize * bk * b.ld..];
             let (read_c, keep) = if q == 0 { (beta != 0.0, beta as f32) } else { (true, 1.0) };
+            let (c_rows, block, b_rows) =
+                ((rows.as_mut_ptr(), ldc, 1), (block.as_ptr(), bk as isize, 1), (b_rows.as_ptr(), ldb, 1));
             // SAFETY: C's block row holds bm rows of n columns at stride ldc, the block bm x bk
             // row-major, B's rows bk x n at stride ldb (shapes checked by the op).
-            unsafe {
-                gemm::gemm(
-                    bm,
-                    n,
-                    bk,
-                    rows.as_mut_ptr(),
-                    1,
-                    ldc,
-                    read_c,
-                    block.as_ptr(),
-                    1,
-                    bk as isize,
-                    b_rows.as_ptr(),
-                    1,
-                    ldb,
-                    keep,
-                    alpha as f32,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
-                )
-            };
+            unsafe { gemm_update((bm, n, bk), c_rows, read_c, block, b_rows, keep, alpha as f32, 1) };
         }
     };
-    let flops = 2 * a.nnzb * bm * bk * n;
-    if flops < 2 * plan::CPU.inline_work_max || st.ctx.threads() == 1 {
+    let multiply_adds = a.nnzb * bm * bk * n;
+    if multiply_adds < plan::CPU.inline_work_max || st.ctx.threads() == 1 {
         out.chunks_mut(chunk).take(a.mb).enumerate().for_each(block_row);
     } else {
         st.ctx.run(|| out.par_chunks_mut(chunk).take(a.mb).enumerate().for_each(block_row));

@@ -3,7 +3,7 @@
 //! costs 1% of the dense product. The reference it is tested against is `dense::dense_mm`.
 
 use super::products::{prefetch, SharedRows};
-use super::{dense, Blend};
+use super::{dense, event_value, gemm_update, pack_into, with_input, Blend, PerThread};
 use crate::core::context::Stream;
 use crate::core::dense::Dense;
 use crate::core::plan::{self, decide, Backend, DenseMm};
@@ -11,7 +11,6 @@ use crate::core::{InputKind, Op};
 use crate::dtype::{with_event, with_float, Acc, DType, Float};
 use crate::error::Result;
 use rayon::prelude::*;
-use std::cell::RefCell;
 
 /// One dense product: `C = alpha·op(W)·S + beta·C`, its arguments checked.
 pub struct DenseProduct<'a> {
@@ -40,41 +39,20 @@ pub struct Nonzeros<A> {
     packed: Vec<A>,
 }
 
-thread_local! {
-    static NONZEROS_F32: RefCell<Nonzeros<f32>> = RefCell::default();
-    static NONZEROS_F64: RefCell<Nonzeros<f64>> = RefCell::default();
-}
-
-/// Accumulator types with a per-thread nonzero list.
-pub trait NonzeroScratch: Acc {
-    fn with_nonzeros<R>(f: impl FnOnce(&mut Nonzeros<Self>) -> R) -> R;
-}
-
-impl NonzeroScratch for f32 {
-    fn with_nonzeros<R>(f: impl FnOnce(&mut Nonzeros<f32>) -> R) -> R {
-        NONZEROS_F32.with_borrow_mut(f)
-    }
-}
-
-impl NonzeroScratch for f64 {
-    fn with_nonzeros<R>(f: impl FnOnce(&mut Nonzeros<f64>) -> R) -> R {
-        NONZEROS_F64.with_borrow_mut(f)
-    }
-}
-
 fn dense_mm_typed<T: Float>(st: &Stream, p: &DenseProduct) -> Result<()>
 where
-    T::Acc: NonzeroScratch + ColumnScratch,
+    T::Acc: PerThread,
 {
     let reference = || st.ctx.run(|| dense::dense_mm(p.op, p.kind, p.alpha, p.w, p.s, p.beta, p.c));
-    T::Acc::with_nonzeros(|nz| {
-        nz.collect::<T>(p.s, p.kind)?;
-        let (k, n) = (p.s.rows, p.s.cols);
-        let chosen = plan::choose_dense_mm_cpu(nz.rows.len(), k * n, T::DTYPE);
+    T::Acc::with_scratch(|scratch| {
+        let nz = &mut scratch.nonzeros;
+        let nonzeros = with_input!(p.s.dtype, p.kind, T, f => nz.count(p.s, f));
+        let chosen = plan::choose_dense_mm_cpu(nonzeros, p.s.rows * p.s.cols, T::DTYPE);
         let gemm_fits = matches!(T::DTYPE, DType::F32 | DType::F64);
         let fits = |alg| alg != DenseMm::Gemm || gemm_fits;
         match decide(&st.ctx.forced, Backend::Cpu, chosen, fits)? {
             DenseMm::InputNonzeros => {
+                with_input!(p.s.dtype, p.kind, T, f => nz.fill(p.s, f));
                 nonzero_product::<T>(st, nz, p);
                 Ok(())
             }
@@ -85,38 +63,31 @@ where
 }
 
 impl<A: Acc> Nonzeros<A> {
-    /// Collects the nonzeros of S (k x n) by a counting pass and a filling pass.
-    fn collect<T: Float<Acc = A>>(&mut self, s: &Dense, kind: InputKind) -> Result<()> {
-        match kind {
-            InputKind::Float => self.collect_as(s, |v: T| v.to_acc()),
-            InputKind::Events => {
-                with_event!(s.dtype, E => self.collect_as(s, |e: E| if crate::dtype::Event::active(e) { A::ONE } else { A::ZERO }))
-            }
-        }
-        Ok(())
-    }
-
-    fn collect_as<E: Copy>(&mut self, s: &Dense, f: impl Fn(E) -> A) {
-        // SAFETY: callers pick E from s.dtype; host memory.
-        let data = unsafe { s.slice::<E>() };
-        let (k, n) = (s.rows, s.cols);
-        let row = |r: usize| &data[r * s.ld..][..n];
+    /// Counts the nonzeros of S (k x n) per column, under `f`; returns their number. The
+    /// chooser needs only this; `fill` lists them.
+    fn count<E: Copy>(&mut self, s: &Dense, f: impl Fn(E) -> A) -> usize {
+        let n = s.cols;
         self.start.clear();
         self.start.resize(n + 2, 0);
-        for r in (0..k).filter(|_| n > 0) {
-            for (j, &v) in row(r).iter().enumerate() {
+        for row in rows_of::<E>(s) {
+            for (j, &v) in row.iter().enumerate() {
                 self.start[j + 2] += (f(v) != A::ZERO) as usize;
             }
         }
         for j in 0..n {
             self.start[j + 2] += self.start[j + 1];
         }
-        let total = self.start[n + 1];
+        self.start[n + 1]
+    }
+
+    /// Lists the nonzeros that `count` (with the same `f`) counted, by column.
+    fn fill<E: Copy>(&mut self, s: &Dense, f: impl Fn(E) -> A) {
+        let (n, total) = (s.cols, self.start[s.cols + 1]);
         self.rows.resize(total, 0);
         self.values.resize(total, A::ZERO);
         // start[j + 1] runs from column j's first slot to its end: afterwards start[j] is j's first
-        for r in (0..k).filter(|_| n > 0) {
-            for (j, &v) in row(r).iter().enumerate() {
+        for (r, row) in rows_of::<E>(s).enumerate() {
+            for (j, &v) in row.iter().enumerate() {
                 let v = f(v);
                 if v != A::ZERO {
                     let slot = &mut self.start[j + 1];
@@ -132,6 +103,13 @@ impl<A: Acc> Nonzeros<A> {
     fn column(&self, j: usize) -> impl Iterator<Item = (usize, A)> + '_ {
         (self.start[j]..self.start[j + 1]).map(|q| (self.rows[q] as usize, self.values[q]))
     }
+}
+
+/// The rows of S (k x n), each trimmed to its n columns.
+fn rows_of<'a, E: 'a>(s: &'a Dense) -> impl Iterator<Item = &'a [E]> + 'a {
+    // SAFETY: callers pick E from s.dtype; host memory.
+    let data = unsafe { s.slice::<E>() };
+    (0..s.rows).filter(move |_| s.cols > 0).map(move |r| &data[r * s.ld..][..s.cols])
 }
 
 /// Output rows a task takes.
@@ -161,7 +139,7 @@ fn gather_rows<T: Float, const R: usize>(
 /// `W[r, :]` of its nonzeros into an accumulator, with the machine's SIMD width.
 fn nonzero_product<T: Float>(st: &Stream, nz: &Nonzeros<T::Acc>, p: &DenseProduct)
 where
-    T::Acc: ColumnScratch,
+    T::Acc: PerThread,
 {
     let (w, c) = (p.w, p.c);
     let (m, n) = (c.rows, c.cols);
@@ -203,9 +181,9 @@ where
         }
         Op::T => {
             let task = |j: usize| {
-                COLUMN.with_borrow_mut(|acc| {
-                    let acc = T::Acc::column_scratch(acc, m);
-                    acc.iter_mut().for_each(|a| *a = T::Acc::ZERO);
+                T::Acc::with_column(|acc| {
+                    acc.clear();
+                    acc.resize(m, T::Acc::ZERO);
                     add_rows::<T>(acc, nz, j, ws, w.ld);
                     for (i, &v) in acc.iter().enumerate() {
                         // SAFETY: task j alone writes output column j.
@@ -219,30 +197,6 @@ where
                 (0..n).for_each(task);
             }
         }
-    }
-}
-
-thread_local! {
-    /// T's accumulator of one output column, per thread (each pool thread has its own).
-    static COLUMN: RefCell<(Vec<f32>, Vec<f64>)> = RefCell::default();
-}
-
-/// Accumulator types with a per-thread column accumulator.
-pub trait ColumnScratch: Acc {
-    fn column_scratch(s: &mut (Vec<f32>, Vec<f64>), len: usize) -> &mut [Self];
-}
-
-impl ColumnScratch for f32 {
-    fn column_scratch(s: &mut (Vec<f32>, Vec<f64>), len: usize) -> &mut [f32] {
-        s.0.resize(len.max(s.0.len()), 0.0);
-        &mut s.0[..len]
-    }
-}
-
-impl ColumnScratch for f64 {
-    fn column_scratch(s: &mut (Vec<f32>, Vec<f64>), len: usize) -> &mut [f64] {
-        s.1.resize(len.max(s.1.len()), 0.0);
-        &mut s.1[..len]
     }
 }
 
@@ -272,38 +226,19 @@ fn gemm_product<T: Float>(st: &Stream, packed: &mut Vec<T::Acc>, p: &DenseProduc
         InputKind::Float => (unsafe { s.slice::<T::Acc>() }, s.ld),
         InputKind::Events => {
             packed.clear();
-            let one = |active: bool| if active { T::Acc::ONE } else { T::Acc::ZERO };
-            with_event!(s.dtype, E => super::pack_into(s, packed, |e: E| one(crate::dtype::Event::active(e))));
+            with_event!(s.dtype, E => pack_into(s, packed, event_value::<E, T::Acc>));
             (&packed[..], n)
         }
     };
     // N: W is m x k; T: W is k x m, read transposed
     let (w_rs, w_cs) = if p.op == Op::N { (w.ld as isize, 1) } else { (1, w.ld as isize) };
     let threads = if m * n * k < plan::CPU.inline_work_max { 1 } else { st.ctx.threads() };
+    let (beta, alpha) = (T::Acc::cast(p.beta), T::Acc::cast(p.alpha));
     let mut call = move || {
+        let (c_strided, op_w) = ((out.as_mut_ptr(), c.ld as isize, 1), (ws.as_ptr(), w_rs, w_cs));
         // SAFETY: C is m x n at stride c.ld, op(W) m x k at (w_rs, w_cs), S k x n at stride ldx.
         unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                out.as_mut_ptr(),
-                1,
-                c.ld as isize,
-                p.beta != 0.0,
-                ws.as_ptr(),
-                w_cs,
-                w_rs,
-                x.as_ptr(),
-                1,
-                ldx as isize,
-                T::Acc::cast(p.beta),
-                T::Acc::cast(p.alpha),
-                false,
-                false,
-                false,
-                if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None },
-            )
+            gemm_update((m, n, k), c_strided, p.beta != 0.0, op_w, (x.as_ptr(), ldx as isize, 1), beta, alpha, threads)
         }
     };
     if threads > 1 {

@@ -23,6 +23,7 @@ use crate::core::InputKind;
 use crate::dtype::{with_event, with_float, Acc, DType, Event, Float};
 use crate::error::Result;
 use rayon::prelude::*;
+use std::cell::RefCell;
 
 /// Smallest number of rows a worker thread takes, so small problems stay on one thread.
 const MIN_ROWS_PER_TASK: usize = 64;
@@ -48,14 +49,110 @@ fn load_events(x: &Dense) -> Result<Vec<bool>> {
     with_event!(x.dtype, E => Ok(packed::<E, bool>(x, Event::active)))
 }
 
+/// An event as an accumulator value: 1 when active, else 0.
+fn event_value<E: Event, A: Acc>(e: E) -> A {
+    if e.active() {
+        A::ONE
+    } else {
+        A::ZERO
+    }
+}
+
+/// Runs `$body` with `$f` bound to the function that reads one element of an input of `$dtype`
+/// as an accumulator value of float type `$T`: floats as they are, events as 1 or 0.
+macro_rules! with_input {
+    ($dtype:expr, $kind:expr, $T:ty, $f:ident => $body:expr) => {
+        match $kind {
+            $crate::core::InputKind::Float => {
+                let $f = |v: $T| <$T as $crate::dtype::Float>::to_acc(v);
+                $body
+            }
+            $crate::core::InputKind::Events => $crate::dtype::with_event!($dtype, E => {
+                let $f = |e: E| $crate::cpu::event_value::<E, <$T as $crate::dtype::Float>::Acc>(e);
+                $body
+            }),
+        }
+    };
+}
+use with_input;
+
 /// An input array in accumulator precision: values as they are, or events as 1/0.
 fn load_input<T: Float>(x: &Dense, kind: InputKind) -> Result<Vec<T::Acc>> {
-    match kind {
-        InputKind::Float => Ok(packed::<T, T::Acc>(x, Float::to_acc)),
-        InputKind::Events => {
-            Ok(load_events(x)?.into_iter().map(|a| if a { T::Acc::ONE } else { T::Acc::ZERO }).collect())
+    Ok(with_input!(x.dtype, kind, T, f => packed(x, f)))
+}
+
+/// Per-thread buffers of one accumulator type that the fast paths reuse from call to call, so
+/// that a repeated call allocates nothing once they have grown to its size.
+#[derive(Default)]
+struct Scratch<A> {
+    products: products::Buffers<A>,
+    /// The input rows with live input (spmm).
+    live: Vec<u32>,
+    nonzeros: dense_products::Nonzeros<A>,
+}
+
+/// Accumulator types with per-thread buffers: a call's `Scratch`, and a column for each task a
+/// call hands out (a second cell: a task may run on the calling thread).
+trait PerThread: Acc {
+    fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R;
+    fn with_column<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
+}
+
+macro_rules! per_thread {
+    ($($t:ty),*) => {$(
+        impl PerThread for $t {
+            fn with_scratch<R>(f: impl FnOnce(&mut Scratch<$t>) -> R) -> R {
+                thread_local! { static SCRATCH: RefCell<Scratch<$t>> = RefCell::default(); }
+                SCRATCH.with_borrow_mut(f)
+            }
+            fn with_column<R>(f: impl FnOnce(&mut Vec<$t>) -> R) -> R {
+                thread_local! { static COLUMN: RefCell<Vec<$t>> = RefCell::default(); }
+                COLUMN.with_borrow_mut(f)
+            }
         }
-    }
+    )*};
+}
+per_thread!(f32, f64);
+
+/// `C = keep·C + scale·A·B` through the gemm crate's micro-kernels (which call keep alpha and
+/// scale beta), C m x n, A m x k, B k x n, each given by its first element and its row and
+/// column strides; C is not read when `read_c` is false. Over `threads` of the current pool.
+///
+/// # Safety
+/// The pointers and strides must describe arrays of those shapes; C must not overlap A or B.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_update<A: 'static + Copy>(
+    (m, n, k): (usize, usize, usize),
+    (c, c_rs, c_cs): (*mut A, isize, isize),
+    read_c: bool,
+    (a, a_rs, a_cs): (*const A, isize, isize),
+    (b, b_rs, b_cs): (*const A, isize, isize),
+    keep: A,
+    scale: A,
+    threads: usize,
+) {
+    let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    gemm::gemm(
+        m,
+        n,
+        k,
+        c,
+        c_cs,
+        c_rs,
+        read_c,
+        a,
+        a_cs,
+        a_rs,
+        b,
+        b_cs,
+        b_rs,
+        keep,
+        scale,
+        false,
+        false,
+        false,
+        parallelism,
+    )
 }
 
 /// Rows of a packed `rows x n` input that hold a non-zero: the rows events make live.

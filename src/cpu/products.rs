@@ -10,18 +10,17 @@
 //! that grows to the largest call and is reused, so a repeated call allocates nothing.
 
 use super::sparse::{self, EntryWeights};
-use super::Blend;
+use super::{pack_into, with_input, Blend, PerThread, Scratch};
 use crate::core::context::Stream;
 use crate::core::csr::{with_index, Analysis, CsrView, Index};
 use crate::core::dense::Dense;
 use crate::core::ops::Product;
 use crate::core::plan::{self, decide, Backend, SpmmN, SpmmT, CPU};
 use crate::core::{InputKind, Op};
-use crate::dtype::{with_event, with_float, Acc, DType, Event, Float};
+use crate::dtype::{with_float, Acc, DType, Float};
 use crate::error::Result;
 use multiversion::multiversion;
 use rayon::prelude::*;
-use std::cell::RefCell;
 use std::ops::Range;
 
 /// Columns of the input one pass over a row's entries accumulates: 128 f32 are eight AVX-512
@@ -38,12 +37,12 @@ pub fn spmm(s: &Stream, op: Op, p: &Product) -> Result<()> {
 
 fn spmm_typed<T: Float>(s: &Stream, op: Op, p: &Product) -> Result<()>
 where
-    T::Acc: Scratched,
+    T::Acc: PerThread,
 {
     let forced = &s.ctx.forced;
     let reference = || s.ctx.run(|| sparse::spmm(op, p.kind, p.alpha, p.a, p.x, p.beta, p.y));
-    SCRATCH.with_borrow_mut(|scratch| {
-        let (Buffers { input, gathered, acc }, live_rows) = T::Acc::parts(scratch);
+    T::Acc::with_scratch(|scratch| {
+        let Scratch { products: Buffers { input, gathered, acc }, live: live_rows, .. } = scratch;
         let a = p.a;
         match op {
             Op::N => {
@@ -94,9 +93,9 @@ fn spread<T: Float, G: Lines>(g: &G, live: &LiveRows<T::Acc>, acc: &mut Vec<T::A
     }
 }
 
-// ---------------------------------------------------------------- per-thread scratch
+// ---------------------------------------------------------------- per-thread buffers
 
-/// Buffers a call reuses: packed inputs and the scatter accumulator, per accumulator type.
+/// The buffers of spmm in a thread's `Scratch`, per accumulator type.
 #[derive(Default)]
 pub struct Buffers<A> {
     /// The input in accumulator precision (N, gather) or the live rows' values (scatter).
@@ -105,34 +104,6 @@ pub struct Buffers<A> {
     gathered: Vec<A>,
     /// The scatter's accumulator, one row per output row, all zero between calls.
     acc: Vec<A>,
-}
-
-#[derive(Default)]
-pub struct Scratch {
-    f32: Buffers<f32>,
-    f64: Buffers<f64>,
-    live: Vec<u32>,
-}
-
-thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
-}
-
-/// Accumulator types with their own buffers in the scratch.
-pub trait Scratched: Acc {
-    fn parts(s: &mut Scratch) -> (&mut Buffers<Self>, &mut Vec<u32>);
-}
-
-impl Scratched for f32 {
-    fn parts(s: &mut Scratch) -> (&mut Buffers<f32>, &mut Vec<u32>) {
-        (&mut s.f32, &mut s.live)
-    }
-}
-
-impl Scratched for f64 {
-    fn parts(s: &mut Scratch) -> (&mut Buffers<f64>, &mut Vec<u32>) {
-        (&mut s.f64, &mut s.live)
-    }
 }
 
 // ---------------------------------------------------------------- inputs
@@ -151,27 +122,13 @@ impl<'a, A: Acc> Input<'a, A> {
             return Ok(Input { data: unsafe { x.slice::<A>() }, ld: x.ld });
         }
         buf.clear();
-        match kind {
-            InputKind::Float => pack(x, buf, |v: T| v.to_acc()),
-            InputKind::Events => {
-                with_event!(x.dtype, E => pack(x, buf, |e: E| if e.active() { A::ONE } else { A::ZERO }))
-            }
-        }
+        with_input!(x.dtype, kind, T, f => pack_into(x, buf, f));
         Ok(Input { data: buf, ld: x.cols })
     }
 
     #[inline]
     fn row(&self, r: usize) -> &[A] {
         &self.data[r * self.ld..]
-    }
-}
-
-/// Appends the logical elements of `x`, row-major, mapped through `f`.
-fn pack<E: Copy, A>(x: &Dense, buf: &mut Vec<A>, f: impl Fn(E) -> A) {
-    // SAFETY: callers pick E from x.dtype; host memory.
-    let data = unsafe { x.slice::<E>() };
-    for r in (0..x.rows).filter(|_| x.cols > 0) {
-        buf.extend(data[r * x.ld..][..x.cols].iter().map(|&v| f(v)));
     }
 }
 
@@ -191,16 +148,12 @@ impl<'a, A: Acc> LiveRows<'a, A> {
     ) -> Result<LiveRows<'a, A>> {
         rows.clear();
         values.clear();
-        match kind {
-            InputKind::Float => find_live(x, rows, values, |v: T| v.to_acc()),
-            InputKind::Events if x.dtype == DType::Bool && x.cols == 1 && x.ld == 1 => {
-                // SAFETY: bool arrays hold bytes; host memory.
-                find_spikes(&unsafe { x.slice::<u8>() }[..x.rows], rows);
-                values.resize(rows.len(), A::ONE);
-            }
-            InputKind::Events => {
-                with_event!(x.dtype, E => find_live(x, rows, values, |e: E| if e.active() { A::ONE } else { A::ZERO }))
-            }
+        if kind == InputKind::Events && x.dtype == DType::Bool && x.cols == 1 && x.ld == 1 {
+            // SAFETY: bool arrays hold bytes; host memory.
+            find_spikes(&unsafe { x.slice::<u8>() }[..x.rows], rows);
+            values.resize(rows.len(), A::ONE);
+        } else {
+            with_input!(x.dtype, kind, T, f => find_live(x, rows, values, f));
         }
         Ok(LiveRows { rows, values, n: x.cols })
     }
