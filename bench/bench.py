@@ -55,6 +55,7 @@ class Evs:
         "evs_csr_plasticity_pre": ([P, P, P, P, D, D], i32),
         "evs_csr_plasticity_post": ([P, P, P, P, D, D], i32),
         "evs_bsrmm": ([P, D, P, P, D, P], i32),
+        "evs_compact_events": ([P, P, P, P], i32),
     }
 
     def __init__(self, path, stream):
@@ -64,6 +65,8 @@ class Evs:
             fn.argtypes, fn.restype = args, res
         self.ctx = self.out("evs_context_create", 2, torch.cuda.current_device())
         self.stream = self.out("evs_stream_wrap", self.ctx, stream.cuda_stream)
+        self.capture_torch = torch.cuda.Stream()  # graphs are captured on a stream of their own
+        self.capture_stream = self.out("evs_stream_wrap", self.ctx, self.capture_torch.cuda_stream)
 
     def call(self, name, *args):
         status = getattr(self.lib, name)(*args)
@@ -107,14 +110,18 @@ ALGORITHMS = algorithms()
 VARIANTS = False
 
 
-def measure(evs, family, fn, verify=None):
-    """[(plan, ms, chosen)]: the chooser's pick, then with --variants every other algorithm of
-    the family forced in turn (those that cannot run the call are left out). `verify` checks
-    each variant's result."""
+def measure(evs, family, fn, verify=None, graph=False):
+    """[(plan, ms, chosen, graph ms or None)]: the chooser's pick, then with --variants every
+    other algorithm of the family forced in turn (those that cannot run the call are left out).
+    `verify` checks each variant's result; `graph` adds the per-call time of a CUDA graph of
+    GRAPH_CALLS captured calls."""
+    def time_both(fn):
+        return timed(fn), graphed(evs, fn) if graph else None
+
     evs.force(family + ":auto")
     fn()
     chosen = evs.last_plan()
-    results = [(chosen, timed(fn), True)]
+    results = [(chosen, *time_both(fn), True)]
     if verify:
         verify(chosen)
     for alg in ALGORITHMS[family] if VARIANTS else []:
@@ -128,7 +135,7 @@ def measure(evs, family, fn, verify=None):
             if "status 11" not in str(e):  # EVS_ERROR_NOT_SUPPORTED: the variant does not apply
                 raise
             continue
-        results.append((plan, timed(fn), False))
+        results.append((plan, *time_both(fn), False))
         if verify:
             verify(plan)
     evs.force(family + ":auto")
@@ -150,13 +157,34 @@ def timed(fn):
     return statistics.median(times)
 
 
+GRAPH_CALLS = 100
+
+
+def graphed(evs, fn):
+    """Per-call ms of a CUDA graph of GRAPH_CALLS captured calls of fn (GPU time without the
+    host's launch gaps), median of REPS replays. fn runs on evs.stream, which is pointed at the
+    capture stream meanwhile."""
+    graph, main = torch.cuda.CUDAGraph(), evs.stream
+    evs.stream = evs.capture_stream
+    try:
+        with torch.cuda.stream(evs.capture_torch):
+            fn()  # anything built lazily is built before the capture
+        torch.cuda.synchronize()
+        with torch.cuda.graph(graph, stream=evs.capture_torch):
+            for _ in range(GRAPH_CALLS):
+                fn()
+    finally:
+        evs.stream = main
+    return timed(graph.replay) / GRAPH_CALLS
+
+
 class Table:
     def __init__(self, bandwidth, tflops):
         self.bandwidth, self.tflops, self.rows = bandwidth, tflops, []
 
     def add(self, workload, ours, baseline, base_ms, nbytes=None, flops=None):
         """One row per entry of `ours` (from `measure`), each beside the same baseline."""
-        for plan, ours_ms, chosen in ours:
+        for plan, ours_ms, graph_ms, chosen in ours:
             if flops is not None:
                 achieved = f"{flops / ours_ms / 1e9:.1f} TFLOP/s"
                 floor_ms = flops / (self.tflops * 1e12) * 1e3
@@ -164,13 +192,14 @@ class Table:
                 achieved = f"{nbytes / ours_ms / 1e6:.0f} GB/s"
                 floor_ms = nbytes / (self.bandwidth * 1e9) * 1e3
             mark = "*" if chosen and len(ours) > 1 else ""
-            row = (workload, plan + mark, f"{ours_ms * 1e3:.1f}", baseline, f"{base_ms * 1e3:.1f}",
+            graph = "—" if graph_ms is None else f"{graph_ms * 1e3:.2f}"
+            row = (workload, plan + mark, f"{ours_ms * 1e3:.1f}", graph, baseline, f"{base_ms * 1e3:.1f}",
                    f"{base_ms / ours_ms:.2f}x", achieved, f"{100 * floor_ms / ours_ms:.1f}%")
             self.rows.append(row)
             print(" | ".join(row), flush=True)
 
     def markdown(self):
-        head = ("workload", "plan", "evsparse µs", "baseline", "baseline µs", "speed-up", "evsparse achieved",
+        head = ("workload", "plan", "evsparse µs", "graph µs/call", "baseline", "baseline µs", "speed-up", "evsparse achieved",
                 "% of floor")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(r) + " |" for r in self.rows]
@@ -315,7 +344,7 @@ def bench_spmv_events(evs, tab, quick):
         ref = At @ xs
         evs.call("evs_csr_analyse", evs.stream, a)
         ours = measure(evs, "spmm_t", lambda: evs.call("evs_spmv", evs.stream, OP_T, EVENTS, 1.0, a, hs, 0.0, hy),
-                       lambda plan: check(f"spmv T events {plan}", y, ref))
+                       lambda plan: check(f"spmv T events {plan}", y, ref), graph=True)
         evs.call("evs_csr_destroy", a)
         del crow, col
         base = timed(lambda: At @ xs)
@@ -335,9 +364,51 @@ def bench_spmv_events(evs, tab, quick):
     At, xs = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m)), spikes.float()
     ref = At @ xs
     ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv", evs.stream, OP_N, EVENTS, 1.0, a, hs, 0.0, hy),
-                   lambda plan: check(f"spmv N events {plan}", y, ref))
+                   lambda plan: check(f"spmv N events {plan}", y, ref), graph=True)
     tab.add(f"spmv N events {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
             timed(lambda: At @ xs), csr_bytes(m, col.numel()) + m + 4 * m)
+    # spmm on events: B 10000 x 128 bool, 10 % active, N and T (torch multiplies floats)
+    B = torch.rand(m, 128, device="cuda") < 0.10
+    Cm = torch.empty(m, 128, device="cuda")
+    hb, hc = evs.dense(B), evs.dense(Cm)
+    Bf = B.float()
+    colptr, rowind, order = transpose(m, m, crow, col)
+    AtT = torch.sparse_csr_tensor(colptr, rowind, w[order], (m, m))
+    for op, family, base_a, what in [(OP_N, "spmm_n", At, "N"), (OP_T, "spmm_t", AtT, "T")]:
+        ref = base_a @ Bf
+        ours = measure(evs, family, lambda: evs.call("evs_spmm", evs.stream, op, EVENTS, 1.0, a, hb, 0.0, hc),
+                       lambda plan: check(f"spmm {what} events {plan}", Cm, ref), graph=True)
+        tab.add(f"spmm {what} events {m}² ×{per_row}/row, B {m}×128 bool 10% active", ours,
+                "torch CSR @ float B (cuSPARSE)", timed(lambda: base_a @ Bf),
+                csr_bytes(m, col.numel()) + B.numel() + 4 * Cm.numel())
+    evs.call("evs_csr_destroy", a)
+    # event compaction of 500,000 neurons at 0.4 %
+    n = 500_000
+    spikes = torch.rand(n, device="cuda") < 0.004
+    idx, count = torch.empty(n, device="cuda", dtype=torch.int32), torch.empty(1, device="cuda", dtype=torch.int32)
+    hs, hi, hn = evs.dense(spikes), evs.dense(idx), evs.dense(count)
+    ref = spikes.nonzero().flatten().int()
+
+    def check_compact(plan):
+        got = idx[: int(count.item())]
+        if got.numel() != ref.numel() or not torch.equal(got, ref):
+            MISMATCHES.append(f"compact {plan}: indices differ from torch.nonzero")
+
+    ours = measure(evs, "compact", lambda: evs.call("evs_compact_events", evs.stream, hs, hi, hn), check_compact,
+                   graph=True)
+    tab.add(f"event compaction {n:,} neurons, 0.4% active", ours, "torch.nonzero (syncs the host)",
+            timed(lambda: spikes.nonzero()), n + 4 * ref.numel() + 4)
+    # dense event mv: W 10000² f32, 1 % of the inputs active; the floor reads the active columns
+    W = torch.randn(m, m, device="cuda")
+    s_ = torch.rand(m, device="cuda") < 0.01
+    c = torch.empty(m, device="cuda")
+    hw, hs, hc = evs.dense(W), evs.dense(s_), evs.dense(c)
+    sf = s_.float()
+    ref = W @ sf
+    ours = measure(evs, "dense_mm", lambda: evs.call("evs_dense_mv", evs.stream, OP_N, EVENTS, 1.0, hw, hs, 0.0, hc),
+                   lambda plan: check(f"dense mv events {plan}", c, ref), graph=True)
+    tab.add(f"dense event mv N W {m}² f32, 1% active", ours, "cuBLAS gemv (torch W @ float s)", timed(lambda: W @ sf),
+            4 * m * int(s_.sum()) + m + 4 * m)
 
 
 def bench_yw2y(evs, tab, quick):
@@ -394,7 +465,7 @@ def bench_plasticity(evs, tab, quick):
         touched = int(spikes.sum()) * per_row
         for rule, mask_of, tr_of in [("pre", rows, colsl), ("post", colsl, rows)]:
             fn = "evs_csr_plasticity_" + rule
-            ours = measure(evs, "csr_plasticity", lambda: evs.call(fn, evs.stream, a, hs, ht, 0.0, 1.0))
+            ours = measure(evs, "csr_plasticity", lambda: evs.call(fn, evs.stream, a, hs, ht, 0.0, 1.0), graph=True)
 
             def masked(mask_of=mask_of, tr_of=tr_of):
                 mask = spikes[mask_of]

@@ -31,6 +31,7 @@ struct Args {
     const void* aux;        // traces, per-batch weights, dense weights
     int64_t ldaux;
     void* out2;             // second output (the count of event compaction)
+    int64_t lines;          // candidate lines of an event-driven launch (input length)
     int64_t m, k, n;        // matrix rows and columns, columns of x and y
     int64_t nnz, batches;
     int64_t idx64;          // indptr is int64
@@ -117,6 +118,24 @@ template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A del
     else if (v > A(a.hi)) v = A(a.hi);
     put(w, v);
 }
+
+// The lines of a matrix a kernel walks. CsrWalk: row i, whose entry p reads input
+// indices[p] (N) or adds into output indices[p] (T). CscWalk: column c of the cached CSC
+// mirror, whose entry p is row rowind[p] and CSR entry perm[p].
+struct CsrWalk {
+    __device__ static int64_t rows(const Args& a) { return a.m; }
+    __device__ static int64_t begin(const Args& a, int64_t i) { return row_start(a, i); }
+    __device__ static int64_t end(const Args& a, int64_t i) { return row_start(a, i + 1); }
+    __device__ static int64_t source(const Args& a, int64_t p) { return a.indices[p]; }
+    __device__ static int64_t entry(const Args&, int64_t p) { return p; }
+};
+struct CscWalk {
+    __device__ static int64_t rows(const Args& a) { return a.k; }
+    __device__ static int64_t begin(const Args& a, int64_t c) { return a.colptr[c]; }
+    __device__ static int64_t end(const Args& a, int64_t c) { return a.colptr[c + 1]; }
+    __device__ static int64_t source(const Args& a, int64_t p) { return a.rowind[p]; }
+    __device__ static int64_t entry(const Args& a, int64_t p) { return a.perm[p]; }
+};
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

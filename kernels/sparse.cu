@@ -5,27 +5,11 @@
 //      length_classes   rows binned by length at analysis: a thread, warp or block per row
 //   T  csc_gather       a warp per output column, along the cached CSC mirror
 //      scatter          (f32/f64) the CSR rows whose input is non-zero add into the output
-//                       with atomics, after a scaling pass that applies beta: inactive events
-//                       cost one load, which is what spike propagation needs.
-#include "common.cuh"
-
-// Entries feeding output row i, for N: CSR row i reading x[indices[p]].
-struct CsrWalk {
-    __device__ static int64_t rows(const Args& a) { return a.m; }
-    __device__ static int64_t begin(const Args& a, int64_t i) { return row_start(a, i); }
-    __device__ static int64_t end(const Args& a, int64_t i) { return row_start(a, i + 1); }
-    __device__ static int64_t source(const Args& a, int64_t p) { return a.indices[p]; }
-    __device__ static int64_t entry(const Args&, int64_t p) { return p; }
-};
-
-// For T: CSC column c, reading x[rowind[p]] with the weight of CSR entry perm[p].
-struct CscWalk {
-    __device__ static int64_t rows(const Args& a) { return a.k; }
-    __device__ static int64_t begin(const Args& a, int64_t c) { return a.colptr[c]; }
-    __device__ static int64_t end(const Args& a, int64_t c) { return a.colptr[c + 1]; }
-    __device__ static int64_t source(const Args& a, int64_t p) { return a.rowind[p]; }
-    __device__ static int64_t entry(const Args& a, int64_t p) { return a.perm[p]; }
-};
+//                       with atomics after a scaling pass for beta. n = 1: a warp ballots 32
+//                       rows and walks the live ones (active_lines.cuh); n > 1: a warp per
+//                       row and 32 columns.
+//      row_warp_scatter (f32/f64, n = 1) a warp per row, for long rows
+#include "active_lines.cuh"
 
 // ---------------------------------------------------------------- shapes
 // Launch shapes shared with src/cuda/ops.rs: 256-thread blocks of 8 warps; a warp covers 64
@@ -253,11 +237,27 @@ template <class T, class In> __device__ void spmm_t_gather(const Args& a) {
 template <class T> __device__ void scale(const Args& a) {
     const int64_t total = a.m * a.n;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x)
-        scale_slot((T*)a.y + (e / a.n) * a.ldy + e % a.n, a);
+        scale_slot((T*)a.y + (a.n == 1 ? e * a.ldy : (e / a.n) * a.ldy + e % a.n), a);  // vectors skip the division
 }
 
-// T, one warp per CSR row r whose input is non-zero: y[indices[p]] += alpha * w_p * x[r].
-template <class T, class In> __device__ void scatter_mv(const Args& a) {
+// ---------------------------------------------------------------- event-driven spmv
+// T: y[indices[p]] += alpha * x[row] * w_p over the entries of the live rows
+// (active_lines.cuh); y was scaled by beta before.
+template <class T> struct AddIntoColumns {
+    typedef T Acc;
+    struct Entry {
+        int64_t column;
+        T w;
+    };
+    __device__ Entry load(const Args& a, int64_t p) { return {a.indices[p], weight<T, T>(a, p)}; }
+    __device__ void apply(const Args& a, const Entry& e, T v) {
+        atomicAdd((T*)a.y + e.column * a.ldy, T(a.alpha) * v * e.w);
+    }
+};
+
+// T, row_warp_scatter: one warp per CSR row r whose input is non-zero:
+// y[indices[p]] += alpha * w_p * x[r].
+template <class T, class In> __device__ void row_warp_scatter(const Args& a) {
     typedef typename AccOf<T>::type A;
     const int64_t r = warp_id();
     if (r >= a.m) return;
@@ -293,8 +293,9 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)
 EVS_FOR_FLOATS(GATHER_ALL)
 
-#define SCATTER(T, TN, In, InN)                                \
-    KERNEL(spmv_scatter_##TN##_##InN, (scatter_mv<T, In>))     \
+#define SCATTER(T, TN, In, InN)                                                                       \
+    KERNEL(spmv_scatter_##TN##_##InN, (active_lines<InputLines<In>, CsrWalk, AddIntoColumns<T>>))      \
+    KERNEL(spmv_row_warp_scatter_##TN##_##InN, (row_warp_scatter<T, In>))                              \
     KERNEL(spmm_scatter_##TN##_##InN, (scatter_mm<T, In>))
 EVS_FOR_INPUTS(SCATTER, float, f32)
 EVS_FOR_INPUTS(SCATTER, double, f64)

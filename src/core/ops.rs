@@ -118,8 +118,12 @@ pub fn spmm(
             cuda::spmm_n(s, gpu_plan(s, chosen, |_| true)?, profile, &product)
         }
         (Backend::Cuda(_), Op::T) => {
-            let fits = |alg| alg != plan::SpmmT::Scatter || plan::can_scatter(a.dtype);
-            let alg = gpu_plan(s, plan::choose_spmm_t(&profile.stats, a.dtype, kind), fits)?;
+            let fits = |alg| match alg {
+                plan::SpmmT::Scatter => plan::can_scatter(a.dtype),
+                plan::SpmmT::RowWarpScatter => vector && plan::can_scatter(a.dtype),
+                _ => true,
+            };
+            let alg = gpu_plan(s, plan::choose_spmm_t(&profile.stats, y.cols, a.dtype, kind), fits)?;
             cuda::spmm_t(s, alg, &product)
         }
     }

@@ -115,9 +115,13 @@ algorithms! {
     }
     /// spmv / spmm transposed.
     SpmmT = "spmm_t" {
-        /// Rows with live input add into the output: with atomics (GPU, f32/f64), or into an
-        /// accumulator of the calling thread, touching only the active synapses (CPU).
+        /// Rows with live input add into the output: with atomics (GPU, f32/f64; for spmv a
+        /// warp ballots 32 rows' inputs and walks the live ones), or into an accumulator of the
+        /// calling thread, touching only the active synapses (CPU).
         Scatter = "scatter" on Both,
+        /// spmv scatter with a warp per row, every row checking its own input (f32/f64): more
+        /// live rows in flight at once, which long rows need.
+        RowWarpScatter = "row_warp_scatter" on Gpu,
         /// Output rows gather along the cached CSC mirror, without atomics: a warp per output
         /// column (GPU), or threads over output rows with the machine's SIMD width (CPU).
         CscGather = "csc_gather" on Both,
@@ -269,6 +273,10 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, _dev: &DeviceInfo) -> SpmmN {
 
 /// Thresholds of the spmm T chooser.
 pub struct SpmmTTable {
+    /// spmv on events scatters a warp per row from this mean row length up (atomics bound the
+    /// step, and more rows in flight feed them), and ballots 32 rows per warp below (the scan
+    /// of the silent rows bounds it).
+    pub row_warp_mean_min: f64,
     /// Events scatter from this many stored entries up; below, one gather launch beats the
     /// scatter's two.
     pub scatter_nnz_min: usize,
@@ -277,13 +285,19 @@ pub struct SpmmTTable {
 /// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm T"): events at
 /// 0.4-0.5% active on 32M and 1G entries, scatter 43 / 82 µs against gather 233 / 5,678 µs
 /// (only active rows cost more than a load); on 320k entries gather 17.6 µs against 22.5.
-pub const SPMM_T: SpmmTTable = SpmmTTable { scatter_nnz_min: 1 << 20 };
+/// The row-warp threshold from the same table, same run: 500,000 rows of 2,000 at 0.4 %
+/// active, row_warp_scatter 61.6-61.7 µs against scatter 74.7-74.9 (graph-replayed); 400,000
+/// rows of 80 at 0.5 %, scatter 9.1 against 34.9.
+pub const SPMM_T: SpmmTTable = SpmmTTable { scatter_nnz_min: 1 << 20, row_warp_mean_min: 512.0 };
 
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
 /// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
 /// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone).
-pub fn choose_spmm_t(stats: &CsrStats, dtype: DType, kind: InputKind) -> SpmmT {
-    if can_scatter(dtype) && kind == InputKind::Events && stats.nnz >= SPMM_T.scatter_nnz_min {
+pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) -> SpmmT {
+    let spmv_events = n == 1 && kind == InputKind::Events && can_scatter(dtype);
+    if spmv_events && stats.nnz >= SPMM_T.scatter_nnz_min && stats.rows.mean >= SPMM_T.row_warp_mean_min {
+        SpmmT::RowWarpScatter
+    } else if spmv_events && stats.nnz >= SPMM_T.scatter_nnz_min {
         SpmmT::Scatter
     } else {
         SpmmT::CscGather
@@ -555,10 +569,13 @@ mod tests {
     #[test]
     fn other_families_choose_by_the_call() {
         let (small, large) = (stats(&[80; 4000]), stats(&[80; 400_000]));
-        assert_eq!(choose_spmm_t(&large, DType::F32, InputKind::Float), SpmmT::CscGather);
-        assert_eq!(choose_spmm_t(&large, DType::F64, InputKind::Events), SpmmT::Scatter);
-        assert_eq!(choose_spmm_t(&small, DType::F32, InputKind::Events), SpmmT::CscGather);
-        assert_eq!(choose_spmm_t(&large, DType::BF16, InputKind::Events), SpmmT::CscGather);
+        let long = stats(&[2000; 1000]);
+        assert_eq!(choose_spmm_t(&large, 1, DType::F32, InputKind::Float), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&large, 1, DType::F64, InputKind::Events), SpmmT::Scatter);
+        assert_eq!(choose_spmm_t(&long, 1, DType::F32, InputKind::Events), SpmmT::RowWarpScatter);
+        assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Events), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&small, 1, DType::F32, InputKind::Events), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&large, 1, DType::BF16, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
         assert_eq!(choose_dense_mm(Op::T, 1), DenseMm::MvColumnBlocks);
         assert_eq!(choose_dense_mm(Op::N, 7), DenseMm::Tiled);

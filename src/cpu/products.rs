@@ -76,7 +76,8 @@ where
                     SpmmT::Scatter => {
                         with_index!(a.index, P => spread::<T, _>(&unsafe { a.view::<P>() }, &live, acc, p))
                     }
-                    SpmmT::CscGather => gather::<T, _>(s, a.analysis(), &Input::of::<T>(p.x, p.kind, gathered)?, p),
+                    // csc_gather (`decide` lets no GPU algorithm through)
+                    _ => gather::<T, _>(s, a.analysis(), &Input::of::<T>(p.x, p.kind, gathered)?, p),
                 }
             }
         }

@@ -40,6 +40,7 @@ families! {
     SPMV_T_GATHER = "spmv_t",
     SPMM_T_GATHER = "spmm_t",
     SPMV_SCATTER = "spmv_scatter",
+    SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
     SPMM_SCATTER = "spmm_scatter",
     SCALE = "scale",
     SCALE_LONG_ROWS = "scale_long_rows",

@@ -1,7 +1,7 @@
 //! One launch sequence per operation of SPEC §3, on the caller's stream. Arguments were checked
 //! by `core::ops`; nothing here allocates or waits on the host once a matrix is analysed.
 
-use super::driver::check;
+use super::driver::{check, Function};
 use super::kernels::*;
 use super::launch::{Args, Grid, MAX_GRID_Y, THREADS};
 use super::parts;
@@ -73,6 +73,26 @@ fn warp_grid(items: usize, n: usize) -> Grid {
 /// Columns of B and C one warp covers in the gather kernels (kernels/sparse.cu).
 const WARP_COLS: u64 = 64;
 
+/// Shape of the event-driven launches (kernels/active_lines.cuh).
+const LINES_THREADS: u32 = 256;
+/// Candidate lines a warp takes at a time (as kernels/sparse.cu instantiates them).
+const WARP_LINES: u64 = 32;
+/// Blocks per SM at most (their warps stride over the candidates beyond).
+const LINE_BLOCKS_PER_SM: u64 = 8;
+
+/// One event-driven launch over the live lines among `lines` candidates, adding into `y`
+/// (`len` elements of `dtype`) after scaling it by beta (one more launch, unless beta = 1).
+fn active_lines(s: &Stream, function: Function, args: Args, lines: usize, len: usize, dtype: DType) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    if args.beta != 1.0 {
+        let scale = Args { m: len as i64, n: 1, ..args };
+        gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, len as u64), &scale)?;
+    }
+    let block_lines = WARP_LINES * (LINES_THREADS / 32) as u64;
+    let blocks = (lines as u64).div_ceil(block_lines).min(gpu.multiprocessors as u64 * LINE_BLOCKS_PER_SM);
+    gpu.launch(stream, function, Grid::new((blocks, 1), (LINES_THREADS, 1)), &Args { lines: lines as i64, ..args })
+}
+
 /// spmv (n = 1) and spmm, N, with the algorithm the plan chose.
 pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<()> {
     let (gpu, stream) = parts(s)?;
@@ -127,14 +147,17 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
     let vector = n == 1;
     match alg {
         SpmmT::Reference => Err(cpu_only(alg)),
+        SpmmT::RowWarpScatter => {
+            let scale = Args { m: a.k as i64, n: 1, ..args };
+            gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, a.k as u64), &scale)?;
+            gpu.launch(stream, gpu.kernel(SPMV_ROW_WARP_SCATTER, t, input)?, Grid::warps(a.m as u64), &args)
+        }
+        SpmmT::Scatter if vector => active_lines(s, gpu.kernel(SPMV_SCATTER, t, input)?, args, a.m, a.k, a.dtype),
         SpmmT::Scatter => {
             let out = Args { m: a.k as i64, ..args };
             gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, (a.k * n) as u64), &out)?;
-            let (family, grid) = match vector {
-                true => (SPMV_SCATTER, Grid::warps(a.m as u64)),
-                false => (SPMM_SCATTER, Grid::warps_by_columns(a.m as u64, n as u64, 32)),
-            };
-            gpu.launch(stream, gpu.kernel(family, t, input)?, grid, &args)
+            let grid = Grid::warps_by_columns(a.m as u64, n as u64, 32);
+            gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };

@@ -1,0 +1,59 @@
+// Event-driven work over the active lines of a matrix: the CSR rows (CsrWalk) or CSC columns
+// (CscWalk) whose input is live. Only their entries are touched. A warp takes 32 candidate
+// lines at a time (one coalesced load of their inputs), a ballot lists the live ones, and all
+// 32 lanes walk each live line in turn, ENTRIES_AT_ONCE entries per lane in flight. The grid's
+// warps stride over the candidates, so a silent neuron costs a byte of a coalesced load. Used
+// by spike propagation (sparse.cu, `scatter`); its output is scaled by beta by a launch before
+// (src/cuda/ops.rs). bench/probe_events.cu measures this shape against others (bench/NOTES.md,
+// "Active lines").
+#pragma once
+
+#include "common.cuh"
+
+#define LINES_THREADS 256
+#define ENTRIES_AT_ONCE 8
+
+// Candidates are the entries of x (a.lines of them, ldx apart): live where the input is non-zero
+// (an active event counts as 1).
+template <class In> struct InputLines {
+    __device__ static int64_t candidates(const Args& a) { return a.lines; }
+    template <class A> __device__ static bool live(const Args& a, int64_t item, int64_t& line, A& v) {
+        line = item;
+        v = value<A>(((const In*)a.x)[item * a.ldx], a.events);
+        return v != A(0);
+    }
+};
+
+// Every entry p of line [begin, end): Work::load for ENTRIES_AT_ONCE entries per lane, then
+// Work::apply with the line's input value v, so that the loads are in flight together.
+template <class Work>
+__device__ __forceinline__ void walk_line(const Args& a, Work& work, int64_t begin, int64_t end, typename Work::Acc v) {
+    for (int64_t p0 = begin + lane_id(); p0 < end; p0 += 32 * ENTRIES_AT_ONCE) {
+        typename Work::Entry e[ENTRIES_AT_ONCE];
+#pragma unroll
+        for (int u = 0; u < ENTRIES_AT_ONCE; u++)
+            if (p0 + 32 * u < end) e[u] = work.load(a, p0 + 32 * u);
+#pragma unroll
+        for (int u = 0; u < ENTRIES_AT_ONCE; u++)
+            if (p0 + 32 * u < end) work.apply(a, e[u], v);
+    }
+}
+
+template <class Source, class Walk, class Work> __device__ void active_lines(const Args& a) {
+    typedef typename Work::Acc A;
+    Work work;
+    const int lane = lane_id();
+    const int64_t warps = (int64_t)gridDim.x * (LINES_THREADS / 32);
+    for (int64_t base = warp_id() * 32; base < Source::candidates(a); base += warps * 32) {
+        const int64_t item = base + lane;
+        int64_t line = 0, begin = 0, end = 0;
+        A v = 0;
+        const bool live = item < Source::candidates(a) && Source::live(a, item, line, v);
+        if (live) begin = Walk::begin(a, line), end = Walk::end(a, line);
+        for (unsigned ballot = __ballot_sync(0xffffffffu, live); ballot; ballot &= ballot - 1) {
+            const int src = __ffs(ballot) - 1;
+            const int64_t b = __shfl_sync(0xffffffffu, begin, src), e = __shfl_sync(0xffffffffu, end, src);
+            walk_line(a, work, b, e, __shfl_sync(0xffffffffu, v, src));
+        }
+    }
+}
