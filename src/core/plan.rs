@@ -186,8 +186,9 @@ algorithms! {
     }
     /// Event compaction.
     Compact = "compact" {
-        /// One block with warp ballots.
-        OneBlock = "one_block" on Gpu,
+        /// Slices of the spikes per block (up to 64 blocks, each counting the actives before
+        /// its slice), warp ballots inside: one launch, sorted output.
+        BlockSlices = "block_slices" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -400,7 +401,7 @@ pub fn choose_dense_plasticity() -> DensePlasticity {
 
 /// Event compaction has one algorithm so far.
 pub fn choose_compact() -> Compact {
-    Compact::OneBlock
+    Compact::BlockSlices
 }
 
 /// The shapes bsrmm's tensor-core paths accept.

@@ -333,17 +333,30 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
     gpu.launch(stream, gpu.kernel(family, t, tc)?, grid, &args)
 }
 
-/// Event compaction in one block; the count stays on the device.
+/// Spikes a compaction block owns at least, and blocks at most (each block counts the spikes
+/// before its slice itself, so their reads grow with the blocks).
+const COMPACT_SLICE_MIN: usize = 4096;
+const COMPACT_BLOCKS_MAX: usize = 64;
+const COMPACT_THREADS: usize = 1024;
+
+/// Event compaction in one launch, slices of the spikes per block; the count stays on the
+/// device.
 pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Result<()> {
     let (gpu, stream) = parts(s)?;
+    let blocks = spikes.rows.div_ceil(COMPACT_SLICE_MIN).clamp(1, COMPACT_BLOCKS_MAX);
+    let slice = spikes.rows.div_ceil(blocks).next_multiple_of(COMPACT_THREADS).max(COMPACT_THREADS);
+    // rounding the slices up may leave the last blocks nothing: launch only those with spikes
+    let blocks = spikes.rows.div_ceil(slice).max(1);
     let args = Args {
         x: spikes.buf.addr(),
         m: spikes.rows as i64,
+        n: slice as i64,
         y: indices.buf.addr(),
         out2: count.buf.addr(),
         ..Args::default()
     };
-    gpu.launch(stream, gpu.kernel(COMPACT, Some(spikes.dtype), None)?, Grid::new((1, 1), (1024, 1)), &args)
+    let grid = Grid::new((blocks as u64, 1), (COMPACT_THREADS as u32, 1));
+    gpu.launch(stream, gpu.kernel(COMPACT, Some(spikes.dtype), None)?, grid, &args)
 }
 
 /// Copies the cached CSC mirror into the caller's arrays, narrowing to int32 where asked.

@@ -177,7 +177,7 @@ pub unsafe extern "C" fn evs_context_device(
 /// - `csr_plasticity`: GPU `pre_rows` (pre), `post_columns` (post); CPU `reference`
 /// - `dense_plasticity`: GPU `row_stride`; CPU `reference`
 /// - `bsrmm`: GPU `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`; CPU `block_gemm` (f32), `reference`
-/// - `compact`: GPU `one_block`; CPU `reference`
+/// - `compact`: GPU `block_slices`; CPU `reference`
 #[no_mangle]
 pub unsafe extern "C" fn evs_context_set_algorithm(ctx: *mut evs_context, spec: *const c_char) -> evs_status {
     guard(|| {
