@@ -123,14 +123,12 @@ template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A del
 // indices[p] (N) or adds into output indices[p] (T). CscWalk: column c of the cached CSC
 // mirror, whose entry p is row rowind[p] and CSR entry perm[p].
 struct CsrWalk {
-    __device__ static int64_t rows(const Args& a) { return a.m; }
     __device__ static int64_t begin(const Args& a, int64_t i) { return row_start(a, i); }
     __device__ static int64_t end(const Args& a, int64_t i) { return row_start(a, i + 1); }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.indices[p]; }
     __device__ static int64_t entry(const Args&, int64_t p) { return p; }
 };
 struct CscWalk {
-    __device__ static int64_t rows(const Args& a) { return a.k; }
     __device__ static int64_t begin(const Args& a, int64_t c) { return a.colptr[c]; }
     __device__ static int64_t end(const Args& a, int64_t c) { return a.colptr[c + 1]; }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.rowind[p]; }
