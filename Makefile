@@ -37,7 +37,7 @@ CMAKE := $(CURDIR)/.tools/venv/bin/cmake
 endif
 
 .PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols kernel-report \
-        test-c test-cpp test-python test-valgrind test-install install uninstall bench-cpu \
+        test-c test-cpp test-python test-valgrind test-install test-fuzz fuzz install uninstall bench-cpu \
         gpu-bundle gpu-check clean
 
 all: build
@@ -102,7 +102,7 @@ test: cargo-test ffi-tests
 cargo-test: $(NVCC_STAMP)
 	cargo test --release
 
-ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-valgrind test-install
+ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-valgrind test-install test-fuzz
 
 # ptxas' resources for every kernel of the build (registers, spills, stack, shared memory).
 kernel-report: build
@@ -135,6 +135,20 @@ $(BUILD)/test_cpp_static: ffi_tests/test_cpp.cpp include/evsparse.h build
 test-c: $(BUILD)/test_c_shared $(BUILD)/test_c_static
 	$(BUILD)/test_c_shared
 	$(BUILD)/test_c_static
+
+$(BUILD)/fuzz: ffi_tests/fuzz.c include/evsparse.h build
+	$(CC) $(CFLAGS_TEST) $< -o $@ -L$(STAGE) -levsparse -Wl,-rpath,$(STAGE) -lm
+
+# Seeded random spmv/spmm programs, plans against the reference (ffi_tests/fuzz.c): fixed
+# seeds, then a fresh one (printed, to replay a failure with `.build/fuzz SECONDS SEED`).
+# `make fuzz SECONDS=600` runs the fresh seed longer.
+FUZZ_SEEDS := 1 2 3
+SECONDS ?= 5
+test-fuzz: $(BUILD)/fuzz
+	for seed in $(FUZZ_SEEDS); do $(BUILD)/fuzz 2 $$seed || exit 1; done
+	$(BUILD)/fuzz $(SECONDS)
+
+fuzz: test-fuzz
 
 test-cpp: $(BUILD)/test_cpp_shared $(BUILD)/test_cpp_static
 	$(BUILD)/test_cpp_shared
