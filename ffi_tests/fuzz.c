@@ -1,11 +1,12 @@
 /* Seeded random programs against the C ABI, differential (issue #13, first step).
  *
- * Each round builds a random CSR matrix (odd shapes, empty rows, duplicates, unsorted indices;
+ * Most rounds build a random CSR matrix (odd shapes, empty rows, duplicates, unsorted indices;
  * sometimes an invalid structure; now and then large enough for the thread pool), random inputs and a random spmv/spmm call (N or T, floats
  * or events, f32 or f64, random alpha/beta, sometimes a wrong shape or dtype), and runs it on
  * two CPU contexts: one whose plans choose freely, one forced to the plain reference. Both
  * must return the same status; an accepted call must give the same result within rounding;
- * a rejected one must leave its output untouched.
+ * a rejected one must leave its output untouched. The other rounds do the same with dense
+ * mv / mm (W times events or floats).
  *
  *   fuzz [seconds [seed]]   (seconds of CPU time, default 10; seed default fresh, printed so that
  *                            a failure can be replayed)
@@ -162,14 +163,68 @@ static void round_once(Side fast, Side ref) {
     free(w), free(x), free(y[0]), free(y[1]), free(before), free(p.indptr), free(p.indices);
 }
 
+/* One round of dense mv / mm (N: C = W·S with W m x k; T: C = Wᵀ·S with W k x m), whose CPU
+ * plans visit only the input's non-zeros or call a GEMM. */
+static void round_dense(Side fast, Side ref) {
+    evs_dtype t = below(2) ? EVS_DTYPE_F32 : EVS_DTYPE_F64;
+    int op = (int)below(2), events = (int)below(2), vector = (int)below(2);
+    int64_t size = below(8) == 0 ? 300 : 30;
+    int64_t m = below(size), k = below(size), n = vector ? 1 : 1 + below(20);
+    int64_t w_rows = op == EVS_OP_N ? m : k, w_cols = op == EVS_OP_N ? k : m, s_rows = k;
+    if (below(12) == 0) s_rows += 1; /* a wrong shape */
+    evs_dtype st = events ? (below(2) ? EVS_DTYPE_BOOL : t) : t;
+    void *w = values(t, w_rows * w_cols, 0), *x = values(st, s_rows * n, events);
+    size_t out_bytes = (size_t)(m * n > 0 ? m * n : 1) * (t == EVS_DTYPE_F64 ? 8 : 4);
+    void *c[2] = {values(t, m * n, 0), malloc(out_bytes)}, *before = malloc(out_bytes);
+    memcpy(c[1], c[0], out_bytes);
+    memcpy(before, c[0], out_bytes);
+    double alpha = (double)(below(5) - 2) * 0.5, beta = (double)(below(3)) * 0.5;
+    evs_status status[2];
+    Side sides[2] = {fast, ref};
+    for (int s = 0; s < 2; s++) {
+        struct evs_dense *hw = NULL, *hs = NULL, *hc = NULL;
+        if (evs_dense_wrap_matrix(sides[s].ctx, t, w_rows, w_cols, w_cols > 0 ? w_cols : 1, w, &hw)) FAIL("wrap W: %s", evs_last_error());
+        if (vector) {
+            if (evs_dense_wrap_vector(sides[s].ctx, st, s_rows, x, &hs) ||
+                evs_dense_wrap_vector(sides[s].ctx, t, m, c[s], &hc))
+                FAIL("wrap: %s", evs_last_error());
+            status[s] = evs_dense_mv(sides[s].st, op, events, alpha, hw, hs, beta, hc);
+        } else {
+            if (evs_dense_wrap_matrix(sides[s].ctx, st, s_rows, n, n, x, &hs) ||
+                evs_dense_wrap_matrix(sides[s].ctx, t, m, n, n, c[s], &hc))
+                FAIL("wrap: %s", evs_last_error());
+            status[s] = evs_dense_mm(sides[s].st, op, events, alpha, hw, hs, beta, hc);
+        }
+        if (status[s] != EVS_SUCCESS && strlen(evs_last_error()) == 0) FAIL("status %d without a message", status[s]);
+        evs_stream_synchronize(sides[s].st);
+        evs_dense_destroy(hw), evs_dense_destroy(hs), evs_dense_destroy(hc);
+    }
+    if (status[0] != status[1]) FAIL("dense: status %d with plans, %d with the reference", status[0], status[1]);
+    accepted += status[0] == EVS_SUCCESS;
+    if (status[0] != EVS_SUCCESS && memcmp(c[0], before, out_bytes) != 0) FAIL("a rejected dense call changed C");
+    for (int64_t i = 0; status[0] == EVS_SUCCESS && i < m * n; i++) {
+        double got = get(t, c[0], i), want = get(t, c[1], i);
+        /* sums of up to 300 products: the GEMM path may add in another order */
+        double tol = (t == EVS_DTYPE_F32 ? 1e-4 : 1e-12) * (1.0 + fabs(want)) * (1.0 + (double)k / 16);
+        if (!(fabs(got - want) <= tol))
+            FAIL("dense %s %s %s n=%lld W %lldx%lld: [%lld] = %g with plans, %g with the reference", op ? "T" : "N",
+                 events ? "events" : "floats", t == EVS_DTYPE_F64 ? "f64" : "f32", (long long)n, (long long)w_rows,
+                 (long long)w_cols, (long long)i, got, want);
+    }
+    free(w), free(x), free(c[0]), free(c[1]), free(before);
+}
+
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 10.0;
     seed = argc > 2 ? strtoull(argv[2], NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)clock();
     state = seed;
     printf("fuzz: seed %llu, %g s\n", (unsigned long long)seed, seconds);
-    Side fast = side(NULL), ref = side("spmm_n:reference,spmm_t:reference");
+    Side fast = side(NULL), ref = side("spmm_n:reference,spmm_t:reference,dense_mm:reference");
     clock_t end = clock() + (clock_t)(seconds * CLOCKS_PER_SEC);
-    for (round_no = 0; clock() < end; round_no++) round_once(fast, ref);
+    for (round_no = 0; clock() < end; round_no++) {
+        if (below(3) == 0) round_dense(fast, ref);
+        else round_once(fast, ref);
+    }
     printf("fuzz: %llu rounds passed (%llu calls accepted, the others rejected)\n", (unsigned long long)round_no,
            (unsigned long long)accepted);
     evs_stream_destroy(fast.st), evs_stream_destroy(ref.st);

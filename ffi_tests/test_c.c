@@ -416,6 +416,29 @@ static void test_dense_mm(void) {
                     test_dense_mm_case(FLOAT_DTYPES[ti], op, kind, xt, 0);
                     test_dense_mm_case(FLOAT_DTYPES[ti], op, kind, xt, 1 + rnd_int(7));
                 }
+    if (!is_cpu) return;
+    /* Regression (found by ffi_tests/fuzz.c): a W without columns spans no memory. mv T with W
+     * 30 x 0 and one active input (so the plan visits the input's nonzeros) has no outputs; mv
+     * N with W 3 x 0 gives c = beta·c. */
+    float w[1] = {0}, c[3] = {1, 2, -4}, none[1] = {0};
+    unsigned char spikes[30] = {0};
+    spikes[20] = 1;
+    evs_dense *hw, *hs, *hc;
+    OK(evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 30, 0, 1, w, &hw));
+    OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_BOOL, 30, spikes, &hs));
+    OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 0, none, &hc));
+    OK(evs_dense_mv(st, EVS_OP_T, EVS_INPUT_EVENTS, 1.0, hw, hs, 0.0, hc));
+    OK(evs_dense_destroy(hw));
+    OK(evs_dense_destroy(hs));
+    OK(evs_dense_destroy(hc));
+    OK(evs_dense_wrap_matrix(ctx, EVS_DTYPE_F32, 3, 0, 1, w, &hw));
+    OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_BOOL, 0, spikes, &hs));
+    OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 3, c, &hc));
+    OK(evs_dense_mv(st, EVS_OP_N, EVS_INPUT_EVENTS, 1.0, hw, hs, 0.5, hc));
+    CHECK(c[0] == 0.5f && c[1] == 1.0f && c[2] == -2.0f, "dense mv N, W 3 x 0: c = %g %g %g", c[0], c[1], c[2]);
+    OK(evs_dense_destroy(hw));
+    OK(evs_dense_destroy(hs));
+    OK(evs_dense_destroy(hc));
 }
 
 /* ================================================================== plasticity */

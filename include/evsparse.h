@@ -371,7 +371,7 @@ evs_status evs_dense_wrap_vector(struct evs_context *ctx,
                                  struct evs_dense **out);
 
 /**
- * Wraps a row-major `rows x cols` array with leading dimension `ld` (>= cols, in elements)
+ * Wraps a row-major `rows x cols` array with leading dimension `ld` (>= max(cols, 1), in elements)
  * that the caller owns (zero-copy).
  */
 evs_status evs_dense_wrap_matrix(struct evs_context *ctx,

@@ -28,7 +28,8 @@ impl Dense {
         let cols = size_arg("cols", cols, MAX_DIM)?;
         let ld = size_arg("ld", ld, i64::MAX)?;
         if ndim == 2 && ld < cols.max(1) {
-            return Err(Error::value(format!("ld = {ld} is smaller than cols = {cols}")));
+            // as BLAS asks of lda: at least one, even for zero columns
+            return Err(Error::value(format!("ld = {ld} must be at least max(cols, 1) = {}", cols.max(1))));
         }
         Ok((rows, cols, ld))
     }

@@ -157,7 +157,8 @@ where
                 let (mut i, end) = (rows.start, rows.end);
                 // SAFETY (out.part): task t alone writes output rows t·ROWS_PER_TASK.. (see above).
                 let c_row = |i: usize| unsafe { out.part(i * c.ld, i * c.ld + n) };
-                let w_row = |i: usize| &ws[i * w.ld..][..w.cols];
+                // a W without columns spans no memory at all
+                let w_row = |i: usize| ws.get(i * w.ld..).map_or(&[][..], |row| &row[..w.cols]);
                 while i + ROWS_AT_ONCE <= end {
                     let w_rows: [&[T]; ROWS_AT_ONCE] = std::array::from_fn(|t| w_row(i + t));
                     for j in 0..n {
@@ -204,6 +205,9 @@ where
 #[multiversion::multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn add_rows<T: Float>(acc: &mut [T::Acc], nz: &Nonzeros<T::Acc>, j: usize, ws: &[T], ld: usize) {
     let m = acc.len();
+    if m == 0 {
+        return; // no outputs, and a W without columns spans no memory at all
+    }
     let range = nz.start[j]..nz.start[j + 1];
     for q in range.clone() {
         if q + 2 < range.end {

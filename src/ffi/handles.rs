@@ -282,7 +282,7 @@ pub unsafe extern "C" fn evs_dense_wrap_vector(
     })
 }
 
-/// Wraps a row-major `rows x cols` array with leading dimension `ld` (>= cols, in elements)
+/// Wraps a row-major `rows x cols` array with leading dimension `ld` (>= max(cols, 1), in elements)
 /// that the caller owns (zero-copy).
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_wrap_matrix(
