@@ -90,7 +90,7 @@ static Pattern pattern(void) {
 /* Host buffer of `n` values of dtype t (f32, f64, or bool events). */
 static void *values(evs_dtype t, int64_t n, int events) {
     size_t size = t == EVS_DTYPE_F64 ? 8 : t == EVS_DTYPE_BOOL ? 1 : 4;
-    unsigned char *buf = malloc(size * (size_t)(n > 0 ? n : 1));
+    unsigned char *buf = calloc((size_t)(n > 0 ? n : 1), size);
     for (int64_t i = 0; i < n; i++) {
         double v = events && below(3) ? -fabs(unit()) : unit();
         if (t == EVS_DTYPE_F64) ((double *)buf)[i] = v;
@@ -104,8 +104,62 @@ static double get(evs_dtype t, const void *buf, int64_t i) {
     return t == EVS_DTYPE_F64 ? ((const double *)buf)[i] : ((const float *)buf)[i];
 }
 
-/* One round: the same call on both sides, compared. */
-static void round_once(Side fast, Side ref) {
+/* The output of a round: its start value, one copy per side. */
+typedef struct {
+    evs_dtype t;
+    int64_t len;
+    size_t bytes;
+    void *side[2], *before;
+} Output;
+
+static Output output(evs_dtype t, int64_t len) {
+    Output o = {t, len, (size_t)(len > 0 ? len : 1) * (t == EVS_DTYPE_F64 ? 8 : 4), {NULL, NULL}, NULL};
+    o.side[0] = values(t, len, 0);
+    o.side[1] = malloc(o.bytes), o.before = malloc(o.bytes);
+    memcpy(o.side[1], o.side[0], o.bytes);
+    memcpy(o.before, o.side[0], o.bytes);
+    return o;
+}
+
+/* Wraps input x (rows_in x n of dtype xt) and output side s as vectors (`vector`) or matrices. */
+static void wrap_io(struct evs_context *ctx, int vector, evs_dtype xt, void *x, int64_t rows_in, const Output *o,
+                    int s, int64_t rows_out, int64_t n, struct evs_dense **hx, struct evs_dense **hy) {
+    evs_status made = vector ? evs_dense_wrap_vector(ctx, xt, rows_in, x, hx) ||
+                                   evs_dense_wrap_vector(ctx, o->t, rows_out, o->side[s], hy)
+                             : evs_dense_wrap_matrix(ctx, xt, rows_in, n, n, x, hx) ||
+                                   evs_dense_wrap_matrix(ctx, o->t, rows_out, n, n, o->side[s], hy);
+    if (made) FAIL("wrap: %s", evs_last_error());
+}
+
+/* A failed call must say why. */
+static void expect_message(evs_status status) {
+    if (status != EVS_SUCCESS && strlen(evs_last_error()) == 0) FAIL("status %d without a message", status);
+}
+
+/* Both sides must agree: the same status; accepted, the same output within `tol` relative
+ * (plus an absolute share of 1); rejected, the output untouched. */
+static void compare(const char *what, const evs_status status[2], Output *o, double tol) {
+    if (status[0] != status[1]) FAIL("%s: status %d with plans, %d with the reference", what, status[0], status[1]);
+    accepted += status[0] == EVS_SUCCESS;
+    if (status[0] != EVS_SUCCESS && memcmp(o->side[0], o->before, o->bytes) != 0)
+        FAIL("%s: a rejected call changed its output", what);
+    for (int64_t i = 0; status[0] == EVS_SUCCESS && i < o->len; i++) {
+        double got = get(o->t, o->side[0], i), want = get(o->t, o->side[1], i);
+        if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+            FAIL("%s: [%lld] = %g with plans, %g with the reference", what, (long long)i, got, want);
+    }
+    free(o->side[0]), free(o->side[1]), free(o->before);
+}
+
+static double rounding(evs_dtype t) { return t == EVS_DTYPE_F32 ? 1e-4 : 1e-12; }
+
+static const char *type_names(int op, int events, evs_dtype t, char *buf, size_t size) {
+    snprintf(buf, size, "%s %s %s", op ? "T" : "N", events ? "events" : "floats", t == EVS_DTYPE_F64 ? "f64" : "f32");
+    return buf;
+}
+
+/* One spmv / spmm round: the same call on both sides, compared. */
+static void round_sparse(Side fast, Side ref) {
     Pattern p = pattern();
     evs_dtype t = below(2) ? EVS_DTYPE_F32 : EVS_DTYPE_F64;
     int homo = (int)below(2), op = (int)below(2), events = (int)below(2), vector = (int)below(2);
@@ -115,10 +169,7 @@ static void round_once(Side fast, Side ref) {
     evs_dtype xt = events ? (below(2) ? EVS_DTYPE_BOOL : t) : t;
     if (below(12) == 0) xt = xt == EVS_DTYPE_F32 ? EVS_DTYPE_F64 : EVS_DTYPE_F32; /* a wrong dtype */
     void *w = values(t, p.nnz, 0), *x = values(xt, rows_in * n, events);
-    size_t out_bytes = (size_t)(rows_out * n > 0 ? rows_out * n : 1) * (t == EVS_DTYPE_F64 ? 8 : 4);
-    void *y[2] = {values(t, rows_out * n, 0), malloc(out_bytes)}, *before = malloc(out_bytes);
-    memcpy(y[1], y[0], out_bytes);
-    memcpy(before, y[0], out_bytes);
+    Output y = output(t, rows_out * n);
     double alpha = (double)(below(5) - 2) * 0.5, beta = (double)(below(3)) * 0.5;
     evs_status status[2];
     Side sides[2] = {fast, ref};
@@ -133,34 +184,18 @@ static void round_once(Side fast, Side ref) {
             continue;
         }
         if (p.broken) FAIL("csr_create accepted a broken matrix");
-        if (vector) {
-            if (evs_dense_wrap_vector(sides[s].ctx, xt, rows_in, x, &hx) ||
-                evs_dense_wrap_vector(sides[s].ctx, t, rows_out, y[s], &hy))
-                FAIL("wrap: %s", evs_last_error());
-            status[s] = evs_spmv(sides[s].st, op, events, alpha, a, hx, beta, hy);
-        } else {
-            if (evs_dense_wrap_matrix(sides[s].ctx, xt, rows_in, n, n, x, &hx) ||
-                evs_dense_wrap_matrix(sides[s].ctx, t, rows_out, n, n, y[s], &hy))
-                FAIL("wrap: %s", evs_last_error());
-            status[s] = evs_spmm(sides[s].st, op, events, alpha, a, hx, beta, hy);
-        }
-        if (status[s] != EVS_SUCCESS && strlen(evs_last_error()) == 0) FAIL("status %d without a message", status[s]);
+        wrap_io(sides[s].ctx, vector, xt, x, rows_in, &y, s, rows_out, n, &hx, &hy);
+        status[s] = vector ? evs_spmv(sides[s].st, op, events, alpha, a, hx, beta, hy)
+                           : evs_spmm(sides[s].st, op, events, alpha, a, hx, beta, hy);
+        expect_message(status[s]);
         evs_stream_synchronize(sides[s].st);
         evs_dense_destroy(hx), evs_dense_destroy(hy), evs_csr_destroy(a);
     }
-    if (status[0] != status[1]) FAIL("status %d with plans, %d with the reference", status[0], status[1]);
-    accepted += status[0] == EVS_SUCCESS;
-    for (int64_t i = 0; i < rows_out * n; i++) {
-        double got = get(t, y[0], i), want = get(t, y[1], i), old = get(t, before, i);
-        double tol = (t == EVS_DTYPE_F32 ? 1e-4 : 1e-12) * (1.0 + fabs(want));
-        if (status[0] != EVS_SUCCESS && memcmp(y[0], before, out_bytes) != 0)
-            FAIL("a rejected call changed its output ([%lld] %g -> %g)", (long long)i, old, got);
-        if (status[0] == EVS_SUCCESS && !(fabs(got - want) <= tol))
-            FAIL("%s %s %s n=%lld %lldx%lld: [%lld] = %g with plans, %g with the reference", op ? "T" : "N",
-                 events ? "events" : "floats", t == EVS_DTYPE_F64 ? "f64" : "f32", (long long)n, (long long)p.m,
-                 (long long)p.k, (long long)i, got, want);
-    }
-    free(w), free(x), free(y[0]), free(y[1]), free(before), free(p.indptr), free(p.indices);
+    char types[32], what[96];
+    snprintf(what, sizeof what, "spmm %s n=%lld %lldx%lld", type_names(op, events, t, types, sizeof types),
+             (long long)n, (long long)p.m, (long long)p.k);
+    compare(what, status, &y, rounding(t));
+    free(w), free(x), free(p.indptr), free(p.indices);
 }
 
 /* One round of dense mv / mm (N: C = W·S with W m x k; T: C = Wᵀ·S with W k x m), whose CPU
@@ -174,44 +209,27 @@ static void round_dense(Side fast, Side ref) {
     if (below(12) == 0) s_rows += 1; /* a wrong shape */
     evs_dtype st = events ? (below(2) ? EVS_DTYPE_BOOL : t) : t;
     void *w = values(t, w_rows * w_cols, 0), *x = values(st, s_rows * n, events);
-    size_t out_bytes = (size_t)(m * n > 0 ? m * n : 1) * (t == EVS_DTYPE_F64 ? 8 : 4);
-    void *c[2] = {values(t, m * n, 0), malloc(out_bytes)}, *before = malloc(out_bytes);
-    memcpy(c[1], c[0], out_bytes);
-    memcpy(before, c[0], out_bytes);
+    Output c = output(t, m * n);
     double alpha = (double)(below(5) - 2) * 0.5, beta = (double)(below(3)) * 0.5;
     evs_status status[2];
     Side sides[2] = {fast, ref};
     for (int s = 0; s < 2; s++) {
         struct evs_dense *hw = NULL, *hs = NULL, *hc = NULL;
-        if (evs_dense_wrap_matrix(sides[s].ctx, t, w_rows, w_cols, w_cols > 0 ? w_cols : 1, w, &hw)) FAIL("wrap W: %s", evs_last_error());
-        if (vector) {
-            if (evs_dense_wrap_vector(sides[s].ctx, st, s_rows, x, &hs) ||
-                evs_dense_wrap_vector(sides[s].ctx, t, m, c[s], &hc))
-                FAIL("wrap: %s", evs_last_error());
-            status[s] = evs_dense_mv(sides[s].st, op, events, alpha, hw, hs, beta, hc);
-        } else {
-            if (evs_dense_wrap_matrix(sides[s].ctx, st, s_rows, n, n, x, &hs) ||
-                evs_dense_wrap_matrix(sides[s].ctx, t, m, n, n, c[s], &hc))
-                FAIL("wrap: %s", evs_last_error());
-            status[s] = evs_dense_mm(sides[s].st, op, events, alpha, hw, hs, beta, hc);
-        }
-        if (status[s] != EVS_SUCCESS && strlen(evs_last_error()) == 0) FAIL("status %d without a message", status[s]);
+        if (evs_dense_wrap_matrix(sides[s].ctx, t, w_rows, w_cols, w_cols > 0 ? w_cols : 1, w, &hw))
+            FAIL("wrap W: %s", evs_last_error());
+        wrap_io(sides[s].ctx, vector, st, x, s_rows, &c, s, m, n, &hs, &hc);
+        status[s] = vector ? evs_dense_mv(sides[s].st, op, events, alpha, hw, hs, beta, hc)
+                           : evs_dense_mm(sides[s].st, op, events, alpha, hw, hs, beta, hc);
+        expect_message(status[s]);
         evs_stream_synchronize(sides[s].st);
         evs_dense_destroy(hw), evs_dense_destroy(hs), evs_dense_destroy(hc);
     }
-    if (status[0] != status[1]) FAIL("dense: status %d with plans, %d with the reference", status[0], status[1]);
-    accepted += status[0] == EVS_SUCCESS;
-    if (status[0] != EVS_SUCCESS && memcmp(c[0], before, out_bytes) != 0) FAIL("a rejected dense call changed C");
-    for (int64_t i = 0; status[0] == EVS_SUCCESS && i < m * n; i++) {
-        double got = get(t, c[0], i), want = get(t, c[1], i);
-        /* sums of up to 300 products: the GEMM path may add in another order */
-        double tol = (t == EVS_DTYPE_F32 ? 1e-4 : 1e-12) * (1.0 + fabs(want)) * (1.0 + (double)k / 16);
-        if (!(fabs(got - want) <= tol))
-            FAIL("dense %s %s %s n=%lld W %lldx%lld: [%lld] = %g with plans, %g with the reference", op ? "T" : "N",
-                 events ? "events" : "floats", t == EVS_DTYPE_F64 ? "f64" : "f32", (long long)n, (long long)w_rows,
-                 (long long)w_cols, (long long)i, got, want);
-    }
-    free(w), free(x), free(c[0]), free(c[1]), free(before);
+    char types[32], what[96];
+    snprintf(what, sizeof what, "dense %s n=%lld W %lldx%lld", type_names(op, events, t, types, sizeof types),
+             (long long)n, (long long)w_rows, (long long)w_cols);
+    /* sums of up to 300 products: the GEMM path may add in another order */
+    compare(what, status, &c, rounding(t) * (1.0 + (double)k / 16));
+    free(w), free(x);
 }
 
 int main(int argc, char **argv) {
@@ -223,7 +241,7 @@ int main(int argc, char **argv) {
     clock_t end = clock() + (clock_t)(seconds * CLOCKS_PER_SEC);
     for (round_no = 0; clock() < end; round_no++) {
         if (below(3) == 0) round_dense(fast, ref);
-        else round_once(fast, ref);
+        else round_sparse(fast, ref);
     }
     printf("fuzz: %llu rounds passed (%llu calls accepted, the others rejected)\n", (unsigned long long)round_no,
            (unsigned long long)accepted);
