@@ -56,6 +56,9 @@ class Evs:
         "evs_csr_plasticity_post": ([P, P, P, P, D, D], i32),
         "evs_bsrmm": ([P, D, P, P, D, P], i32),
         "evs_compact_events": ([P, P, P, P], i32),
+        "evs_spmv_spikes": ([P, i32, D, P, P, P, D, P], i32),
+        "evs_csr_plasticity_pre_spikes": ([P, P, P, P, P, D, D], i32),
+        "evs_csr_plasticity_post_spikes": ([P, P, P, P, P, D, D], i32),
     }
 
     def __init__(self, path, stream):
@@ -327,6 +330,16 @@ def bench_spmv(evs, tab, quick):
         evs.call("evs_csr_destroy", a)
 
 
+def spike_list(evs, spikes_handle, n):
+    """The spike list of a bool spike vector (by evs_compact_events): handles of its indices and
+    count, and their tensors (which the caller keeps alive while it uses the handles)."""
+    idx = torch.empty(n, device="cuda", dtype=torch.int32)
+    count = torch.empty(1, device="cuda", dtype=torch.int32)
+    hi, hn = evs.dense(idx), evs.dense(count)
+    evs.call("evs_compact_events", evs.stream, spikes_handle, hi, hn)
+    return hi, hn, (idx, count)
+
+
 def bench_spmv_events(evs, tab, quick):
     cases = [(500_000, 2000, 0.004), (4000, 80, 0.005), (400_000, 80, 0.005)]
     for n, per_row, rate in cases[1:] if quick else cases:
@@ -345,6 +358,11 @@ def bench_spmv_events(evs, tab, quick):
         evs.call("evs_csr_analyse", evs.stream, a)
         ours = measure(evs, "spmm_t", lambda: evs.call("evs_spmv", evs.stream, OP_T, EVENTS, 1.0, a, hs, 0.0, hy),
                        lambda plan: check(f"spmv T events {plan}", y, ref), graph=True)
+        # the same step from the spike list that compaction makes of these spikes
+        hi, hn, list_tensors = spike_list(evs, hs, n)
+        ours_list = measure(evs, "spmm_t",
+                            lambda: evs.call("evs_spmv_spikes", evs.stream, OP_T, 1.0, a, hi, hn, 0.0, hy),
+                            lambda plan: check(f"spmv T spike list {plan}", y, ref), graph=True)
         evs.call("evs_csr_destroy", a)
         del crow, col
         base = timed(lambda: At @ xs)
@@ -352,6 +370,8 @@ def bench_spmv_events(evs, tab, quick):
         nbytes = n + active * (8 + per_row * 4) + 4 * n  # spikes, the active rows, y written once
         tab.add(f"spmv T events {n:,} neurons ×{per_row}/row, {rate * 100:g}% active (bool, homo)", ours,
                 "torch CSR of Aᵀ @ (cuSPARSE)", base, nbytes)
+        tab.add(f"spmv T spike list {n:,} neurons ×{per_row}/row, {rate * 100:g}% active (homo)", ours_list,
+                "torch CSR of Aᵀ @ (cuSPARSE)", base, nbytes - n + 4 * active)
         del At, colptr, rowind, ref
         torch.cuda.empty_cache()
     m, per_row = 10000, 200
@@ -365,8 +385,16 @@ def bench_spmv_events(evs, tab, quick):
     ref = At @ xs
     ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv", evs.stream, OP_N, EVENTS, 1.0, a, hs, 0.0, hy),
                    lambda plan: check(f"spmv N events {plan}", y, ref), graph=True)
+    base = timed(lambda: At @ xs)
     tab.add(f"spmv N events {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
-            timed(lambda: At @ xs), csr_bytes(m, col.numel()) + m + 4 * m)
+            base, csr_bytes(m, col.numel()) + m + 4 * m)
+    hi, hn, list_tensors = spike_list(evs, hs, m)
+    evs.call("evs_csr_analyse", evs.stream, a)
+    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv_spikes", evs.stream, OP_N, 1.0, a, hi, hn, 0.0, hy),
+                   lambda plan: check(f"spmv N spike list {plan}", y, ref), graph=True)
+    active_entries = int(spikes.sum()) * per_row  # the active columns' entries: rows, weights, y
+    tab.add(f"spmv N spike list {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
+            base, 4 * int(spikes.sum()) + 16 * active_entries + 4 * m)
     # spmm on events: B 10000 x 128 bool, 10 % active, N and T (torch multiplies floats)
     B = torch.rand(m, 128, device="cuda") < 0.10
     Cm = torch.empty(m, 128, device="cuda")
@@ -460,6 +488,7 @@ def bench_plasticity(evs, tab, quick):
         spikes = torch.rand(n, device="cuda") < rate
         trace = torch.rand(n, device="cuda") * 1e-3
         hs, ht = evs.dense(spikes), evs.dense(trace)
+        hi, hn, list_tensors = spike_list(evs, hs, n)
         rows = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row)
         colsl = col.long()
         touched = int(spikes.sum()) * per_row
@@ -475,7 +504,51 @@ def bench_plasticity(evs, tab, quick):
             extra = touched * 4 if rule == "post" else 0  # post reaches entries through the CSC permutation
             nbytes = n + touched * 16 + extra + 4 * n
             tab.add(f"plasticity {rule} {n:,}² ×{per_row}/row, {rate * 100:g}% active", ours, "torch masked update", base, nbytes)
+            ours = measure(evs, "csr_plasticity", lambda: evs.call(fn + "_spikes", evs.stream, a, hi, hn, ht, 0.0, 1.0),
+                           graph=True)
+            tab.add(f"plasticity {rule} spike list {n:,}² ×{per_row}/row, {rate * 100:g}% active", ours,
+                    "torch masked update", base, 4 * int(spikes.sum()) + touched * 16 + extra)
         evs.call("evs_csr_destroy", a)
+
+
+def bench_step(evs, tab, quick):
+    """A whole simulated step as a simulator on spike lists runs it, graph-replayed: compact the
+    excitatory and the inhibitory spikes, propagate each through its matrix (spmv T on the
+    lists), plasticity pre and post on the excitatory synapses. 80 % of the neurons are
+    excitatory, 80 synapses each, 0.5 % spiking; the baseline is torch's two spmv T alone."""
+    for n in [4000, 400_000][: 1 if quick else 2]:
+        n_e, per_row, rate = n * 4 // 5, 80, 0.005
+        net = {}
+        for name, rows in [("E", n_e), ("I", n - n_e)]:
+            crow, col = random_csr(rows, n, per_row)
+            w = torch.rand(col.numel(), device="cuda")
+            a = evs.csr(rows, n, crow, col, w)
+            evs.call("evs_csr_analyse", evs.stream, a)
+            spikes = torch.rand(rows, device="cuda") < rate
+            hs = evs.dense(spikes)
+            hi, hn, list_tensors = spike_list(evs, hs, rows)
+            colptr, rowind, order = transpose(rows, n, crow, col)
+            base_a = torch.sparse_csr_tensor(colptr, rowind, w[order], (n, rows))
+            net[name] = (a, hs, hi, hn, spikes.float(), base_a, (w, crow, col, list_tensors))
+        y, trace = torch.empty(n, device="cuda"), torch.rand(n, device="cuda") * 1e-3
+        hy, ht, ht_e = evs.dense(y), evs.dense(trace), evs.dense(trace[:n_e])
+        (ae, hse, hie, hne, xe, be, _), (ai, hsi, hii, hni, xi, bi, _) = net["E"], net["I"]
+
+        def step():
+            evs.call("evs_compact_events", evs.stream, hse, hie, hne)
+            evs.call("evs_compact_events", evs.stream, hsi, hii, hni)
+            evs.call("evs_spmv_spikes", evs.stream, OP_T, 1.0, ae, hie, hne, 0.0, hy)
+            evs.call("evs_spmv_spikes", evs.stream, OP_T, -4.0, ai, hii, hni, 1.0, hy)
+            evs.call("evs_csr_plasticity_pre_spikes", evs.stream, ae, hie, hne, ht, 0.0, 1.0)
+            evs.call("evs_csr_plasticity_post_spikes", evs.stream, ae, hie, hne, ht_e, 0.0, 1.0)
+
+        ours = [("compact ×2, spmv T spike lists ×2, plasticity pre + post", timed(step), graphed(evs, step), True)]
+        active = int(xe.sum() + xi.sum())
+        nbytes = n + active * (8 + per_row * 4) + 4 * n + int(xe.sum()) * per_row * 24
+        tab.add(f"whole step {n:,} neurons ×{per_row}/row, {rate * 100:g}% spiking (spike lists)", ours,
+                "torch: the two spmv T alone (cuSPARSE)", timed(lambda: (be @ xe, bi @ xi)), nbytes)
+        for a in (ae, ai):
+            evs.call("evs_csr_destroy", a)
 
 
 def bench_bsrmm(evs, tab, quick):
@@ -544,7 +617,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--variants", action="store_true", help="time every algorithm of each workload's family")
-    ap.add_argument("--only", default=None, help="comma-separated sections (spmm,skewed,spmv,spmv_events,yw2y,dense,"
+    ap.add_argument("--only", default=None, help="comma-separated sections (spmm,skewed,spmv,spmv_events,step,yw2y,dense,"
                                                  "plasticity,bsrmm)")
     args = ap.parse_args()
     global VARIANTS
@@ -558,7 +631,8 @@ def main():
     print(f"{device}: device-to-device copy {bandwidth:.0f} GB/s, bf16 cuBLAS {tflops:.0f} TFLOP/s", flush=True)
     tab = Table(bandwidth, tflops)
     failures = []
-    sections = (bench_spmm, bench_skewed, bench_spmv, bench_spmv_events, bench_yw2y, bench_dense, bench_plasticity, bench_bsrmm)
+    sections = (bench_spmm, bench_skewed, bench_spmv, bench_spmv_events, bench_step, bench_yw2y, bench_dense, bench_plasticity,
+                bench_bsrmm)
     only = args.only.split(",") if args.only else None
     for section in sections:
         if only and section.__name__[len("bench_"):] not in only:

@@ -1332,6 +1332,247 @@ static void test_op_errors(void) {
     free(bv);
 }
 
+/* ================================================================== spike lists */
+
+/* The spikes of a bool event vector as a spike list on the test device, through
+ * evs_compact_events (the indices have room for every neuron). */
+static void spike_list_of(const Arr *events, evs_dense **indices, evs_dense **count) {
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, events->rows, indices));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 1, count));
+    OK(evs_compact_events(st, events->d, *indices, *count));
+}
+
+/* 1 + |v| per element: sums of the same terms in another order agree within tol(dtype) of it. */
+static double *loose_scale(const double *v, size_t n) {
+    double *s = xmalloc(n * sizeof(double) + 8);
+    for (size_t i = 0; i < n; i++) s[i] = 1 + fabs(v[i]);
+    return s;
+}
+
+/* Reads y and y2 and checks that y2 (from a spike list) matches y (from the event vector). */
+static void compare_arrays(const char *what, evs_dtype t, const Arr *from_events, const Arr *from_list, size_t n) {
+    double *want = xmalloc(n * sizeof(double) + 8), *got = xmalloc(n * sizeof(double) + 8);
+    arr_read(from_events, want);
+    arr_read(from_list, got);
+    double *scale = loose_scale(want, n);
+    compare(what, t, got, want, scale, n);
+    free(want), free(got), free(scale);
+}
+
+/* spmv and dense mv on a spike list against the same call on the event vector it was compacted
+ * from; the GPU refuses f16/bf16 spmv on spike lists (no f32-accurate atomics). */
+static void test_spike_list_products(evs_dtype t, evs_op op) {
+    Csr a = csr_random(t, rnd_int(2), rnd_int(2) ? EVS_DTYPE_I32 : EVS_DTYPE_I64, 1 + rnd_int(12));
+    int n_in = op == EVS_OP_N ? a.k : a.m, n_out = op == EVS_OP_N ? a.m : a.k;
+    double *ev = random_events(EVS_DTYPE_BOOL, (size_t)n_in), *y0 = random_values(t, (size_t)n_out, 0);
+    double alpha = rnd_int(2) ? 1.0 : -0.5, beta = rnd_int(2) ? 0.0 : 0.5;
+    Arr events = arr_new(EVS_DTYPE_BOOL, 1, n_in, 1, ev);
+    evs_dense *indices, *count;
+    spike_list_of(&events, &indices, &count);
+    Arr y = arr_new(t, 1, n_out, 1, y0), y2 = arr_new(t, 1, n_out, 1, y0);
+    char what[96];
+    snprintf(what, sizeof what, "spmv spikes %s %dx%d", op == EVS_OP_N ? "N" : "T", a.m, a.k);
+    OK(evs_spmv(st, op, EVS_INPUT_EVENTS, alpha, a.h, events.d, beta, y.d));
+    evs_status s = evs_spmv_spikes(st, op, alpha, a.h, indices, count, beta, y2.d);
+    if (!is_cpu && (t == EVS_DTYPE_F16 || t == EVS_DTYPE_BF16)) {
+        CHECK(s == EVS_ERROR_NOT_SUPPORTED, "%s: %s", what, evs_status_string(s));
+    } else {
+        CHECK(s == EVS_SUCCESS, "%s: %s", what, evs_last_error());
+        compare_arrays(what, t, &y, &y2, (size_t)n_out);
+    }
+    /* dense: W n_out x n_in for N, n_in x n_out for T */
+    double *w = random_values(t, (size_t)n_in * n_out, 5);
+    Arr W = op == EVS_OP_N ? arr_new(t, 2, n_out, n_in, w) : arr_new(t, 2, n_in, n_out, w);
+    Arr c = arr_new(t, 1, n_out, 1, y0), c2 = arr_new(t, 1, n_out, 1, y0);
+    snprintf(what, sizeof what, "dense mv spikes %s %dx%d", op == EVS_OP_N ? "N" : "T", n_out, n_in);
+    OK(evs_dense_mv(st, op, EVS_INPUT_EVENTS, alpha, W.d, events.d, beta, c.d));
+    OK(evs_dense_mv_spikes(st, op, alpha, W.d, indices, count, beta, c2.d));
+    compare_arrays(what, t, &c, &c2, (size_t)n_out);
+    arr_free(&events), arr_free(&y), arr_free(&y2), arr_free(&W), arr_free(&c), arr_free(&c2);
+    OK(evs_dense_destroy(indices));
+    OK(evs_dense_destroy(count));
+    csr_free(&a);
+    free(ev), free(y0), free(w);
+}
+
+/* The four plasticity rules on a spike list against the same rule on the event vector it was
+ * compacted from, each on its own copy of the weights: the results are the same. */
+static void test_spike_list_plasticity(evs_dtype t, int post) {
+    Csr a = csr_random(t, 0, EVS_DTYPE_I64, 1 + rnd_int(9));
+    evs_csr *copy = NULL;
+    void *wb = pack(t, a.w, (size_t)a.nnz);
+    OK(evs_csr_create(ctx, a.m, a.k, a.nnz, EVS_DTYPE_I64, a.indptr, a.indices, t, wb, 0, &copy));
+    int spike_len = post ? a.k : a.m, trace_len = post ? a.m : a.k;
+    double *ev = random_events(EVS_DTYPE_BOOL, (size_t)spike_len), *trace = random_values(t, (size_t)trace_len, 10);
+    Arr events = arr_new(EVS_DTYPE_BOOL, 1, spike_len, 1, ev), tr = arr_new(t, 1, trace_len, 1, trace);
+    evs_dense *indices, *count, *w1, *w2;
+    spike_list_of(&events, &indices, &count);
+    if (post) {
+        OK(evs_csr_plasticity_post(st, a.h, events.d, tr.d, -0.5, 0.5));
+        OK(evs_csr_plasticity_post_spikes(st, copy, indices, count, tr.d, -0.5, 0.5));
+    } else {
+        OK(evs_csr_plasticity_pre(st, a.h, events.d, tr.d, -0.5, 0.5));
+        OK(evs_csr_plasticity_pre_spikes(st, copy, indices, count, tr.d, -0.5, 0.5));
+    }
+    OK(evs_csr_weights(a.h, &w1));
+    OK(evs_csr_weights(copy, &w2));
+    Arr r1 = {w1, NULL, NULL, t, 1, a.nnz, 1, 1}, r2 = {w2, NULL, NULL, t, 1, a.nnz, 1, 1};
+    compare_arrays(post ? "csr plasticity post spikes" : "csr plasticity pre spikes", t, &r1, &r2, (size_t)a.nnz);
+    arr_free(&r1), arr_free(&r2);
+    /* dense W: m x k */
+    double *w = random_values(t, (size_t)a.m * a.k, 0);
+    Arr W1 = arr_new(t, 2, a.m, a.k, w), W2 = arr_new(t, 2, a.m, a.k, w);
+    if (post) {
+        OK(evs_dense_plasticity_post(st, W1.d, events.d, tr.d, -INFINITY, 0.5));
+        OK(evs_dense_plasticity_post_spikes(st, W2.d, indices, count, tr.d, -INFINITY, 0.5));
+    } else {
+        OK(evs_dense_plasticity_pre(st, W1.d, events.d, tr.d, -INFINITY, 0.5));
+        OK(evs_dense_plasticity_pre_spikes(st, W2.d, indices, count, tr.d, -INFINITY, 0.5));
+    }
+    compare_arrays(post ? "dense plasticity post spikes" : "dense plasticity pre spikes", t, &W1, &W2,
+                   (size_t)a.m * a.k);
+    arr_check_pad(&W2, "dense plasticity spikes");
+    arr_free(&W1), arr_free(&W2), arr_free(&events), arr_free(&tr);
+    OK(evs_dense_destroy(indices));
+    OK(evs_dense_destroy(count));
+    OK(evs_csr_destroy(copy));
+    csr_free(&a);
+    free(wb), free(ev), free(trace), free(w);
+}
+
+/* Every error path of the spike-list entry points; a rejected call changes nothing. */
+static void test_spike_list_errors(void) {
+    int32_t ip[4] = {0, 2, 2, 4}, ix[4] = {1, 0, 2, 1};
+    float w[4] = {1, 2, 3, 4};
+    evs_csr *a = NULL;
+    OK(evs_csr_create(ctx, 3, 4, 4, EVS_DTYPE_I32, ip, ix, EVS_DTYPE_F32, w, 0, &a)); /* 3 x 4 */
+    const int32_t listed[3] = {2, 0, 2}, one = 1, two = 2, too_many = 4, negative = -1, bad_index[2] = {1, 3};
+    evs_dense *idx, *cnt, *cnt_two, *cnt4, *cnt_neg, *bad_idx, *cnt2, *idx2d, *f32v, *y3, *y4, *W, *t3, *t4, *foreign;
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 3, &idx));
+    OK(evs_dense_copy_from_host(st, idx, listed, 3));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 1, &cnt));
+    OK(evs_dense_copy_from_host(st, cnt, &one, 1));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 1, &cnt_two));
+    OK(evs_dense_copy_from_host(st, cnt_two, &two, 1));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 1, &cnt4));
+    OK(evs_dense_copy_from_host(st, cnt4, &too_many, 1));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 1, &cnt_neg));
+    OK(evs_dense_copy_from_host(st, cnt_neg, &negative, 1));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 2, &bad_idx)); /* 3 is out of range for 3 rows */
+    OK(evs_dense_copy_from_host(st, bad_idx, bad_index, 2));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 2, &cnt2));
+    OK(evs_dense_create_matrix(ctx, EVS_DTYPE_I32, 3, 1, &idx2d));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 3, &f32v));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 3, &y3));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 4, &y4));
+    OK(evs_dense_create_matrix(ctx, EVS_DTYPE_F32, 3, 4, &W));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 3, &t3));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, 4, &t4));
+    evs_context *other = NULL;
+    OK(evs_context_create(EVS_DEVICE_CPU, 0, &other));
+    OK(evs_dense_create_vector(other, EVS_DTYPE_I32, 3, &foreign));
+    OK(evs_dense_fill(st, y4, 5));
+    OK(evs_dense_fill(st, y3, 5));
+    /* an output over the same memory as the indices */
+    int32_t shared_host[8] = {0};
+    evs_dense *keep = NULL, *ov_idx = NULL, *ov_y = NULL;
+    void *shared = wrappable(shared_host, sizeof shared_host, &keep);
+    OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_I32, 4, shared, &ov_idx));
+    OK(evs_dense_wrap_vector(ctx, EVS_DTYPE_F32, 4, (int32_t *)shared + 2, &ov_y));
+
+    /* spmv T: the list indexes A's 3 rows, y has 4 elements */
+    FAILS(EVS_ERROR_NULL_POINTER, evs_spmv_spikes(NULL, EVS_OP_T, 1, a, idx, cnt, 0, y4));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_spmv_spikes(st, EVS_OP_T, 1, NULL, idx, cnt, 0, y4));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_spmv_spikes(st, EVS_OP_T, 1, a, NULL, cnt, 0, y4));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, NULL, 0, y4));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, cnt, 0, NULL));
+    FAILS(EVS_ERROR_INVALID_ENUM, evs_spmv_spikes(st, 5, 1, a, idx, cnt, 0, y4));
+    FAILS(EVS_ERROR_INVALID_HANDLE, evs_spmv_spikes(st, EVS_OP_T, 1, a, (evs_dense *)a, cnt, 0, y4));
+    FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_spmv_spikes(st, EVS_OP_T, 1, a, f32v, cnt, 0, y4));
+    CHECK(strstr(evs_last_error(), "spike indices") != NULL, "message names the indices: %s", evs_last_error());
+    FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, t3, 0, y4));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx2d, cnt, 0, y4));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, cnt2, 0, y4));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, cnt, 0, y3));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_spmv_spikes(st, EVS_OP_N, 1, a, idx, cnt, 0, y4));
+    FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_spmv_spikes(st, EVS_OP_T, 1, a, foreign, cnt, 0, y4));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_spmv_spikes(st, EVS_OP_T, 1, a, ov_idx, cnt, 0, ov_y));
+    if (is_cpu) {
+        /* the CPU checks the list itself; a GPU skips bad indices and clamps the count */
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, cnt4, 0, y4));
+        CHECK(strstr(evs_last_error(), "spike count = 4") != NULL, "count message: %s", evs_last_error());
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, cnt_neg, 0, y4));
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_spmv_spikes(st, EVS_OP_T, 1, a, bad_idx, cnt_two, 0, y4));
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_spmv_spikes(st, EVS_OP_T, 1, a, bad_idx, cnt4, 0, y4));
+        CHECK(strstr(evs_last_error(), "spike") != NULL, "list message: %s", evs_last_error());
+    }
+    expect_untouched(y4, 4, "spmv spikes");
+    OK(evs_spmv_spikes(st, EVS_OP_T, 1, a, idx, cnt, 0, y4));
+    OK(evs_spmv_spikes(st, EVS_OP_N, 1, a, idx, cnt, 1, y3)); /* the list indexes A's 4 columns */
+
+    /* dense mv: W 3 x 4 */
+    OK(evs_dense_fill(st, y3, 5));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_dense_mv_spikes(st, EVS_OP_N, 1, NULL, idx, cnt, 0, y3));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_dense_mv_spikes(st, EVS_OP_N, 1, W, idx, NULL, 0, y3));
+    FAILS(EVS_ERROR_INVALID_ENUM, evs_dense_mv_spikes(st, -1, 1, W, idx, cnt, 0, y3));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_dense_mv_spikes(st, EVS_OP_N, 1, W, idx, cnt, 0, y4));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_dense_mv_spikes(st, EVS_OP_N, 1, y4, idx, cnt, 0, y3));
+    FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_dense_mv_spikes(st, EVS_OP_N, 1, W, f32v, cnt, 0, y3));
+    FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_dense_mv_spikes(st, EVS_OP_N, 1, W, idx, foreign, 0, y3));
+    if (is_cpu) FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_mv_spikes(st, EVS_OP_T, 1, W, bad_idx, cnt_two, 0, y4));
+    expect_untouched(y3, 3, "dense mv spikes");
+    OK(evs_dense_mv_spikes(st, EVS_OP_N, 1, W, idx, cnt, 0, y3));
+    OK(evs_dense_mv_spikes(st, EVS_OP_T, 1, W, idx, cnt, 0, y4));
+
+    /* plasticity: pre lists index A's (W's) 3 rows with a trace over 4 columns; post the reverse */
+    FAILS(EVS_ERROR_NULL_POINTER, evs_csr_plasticity_pre_spikes(st, a, NULL, cnt, t4, -1, 1));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_csr_plasticity_post_spikes(st, a, idx, cnt, NULL, -1, 1));
+    FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_csr_plasticity_pre_spikes(st, a, f32v, cnt, t4, -1, 1));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_csr_plasticity_pre_spikes(st, a, idx, cnt, t3, -1, 1));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_csr_plasticity_post_spikes(st, a, idx, cnt2, t3, -1, 1));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_csr_plasticity_post_spikes(st, a, idx, cnt, t3, 1, -1));
+    FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_csr_plasticity_post_spikes(st, a, foreign, cnt, t3, -1, 1));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_dense_plasticity_pre_spikes(st, NULL, idx, cnt, t4, -1, 1));
+    FAILS(EVS_ERROR_NULL_POINTER, evs_dense_plasticity_post_spikes(st, W, idx, NULL, t3, -1, 1));
+    FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_dense_plasticity_pre_spikes(st, W, idx, f32v, t4, -1, 1));
+    FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_dense_plasticity_post_spikes(st, W, idx, cnt, t4, -1, 1));
+    FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_plasticity_pre_spikes(st, W, idx, cnt, t4, NAN, 1));
+    FAILS(EVS_ERROR_INVALID_HANDLE, evs_dense_plasticity_post_spikes(st, W, idx, (evs_dense *)st, t3, -1, 1));
+    if (is_cpu) {
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_csr_plasticity_pre_spikes(st, a, bad_idx, cnt_two, t4, -1, 1));
+        FAILS(EVS_ERROR_INVALID_VALUE, evs_dense_plasticity_post_spikes(st, W, idx, cnt_neg, t3, -1, 1));
+    }
+    {
+        float now[4] = {0};
+        evs_dense *wv = NULL;
+        OK(evs_csr_weights(a, &wv));
+        OK(evs_dense_copy_to_host(st, wv, now, 4));
+        OK(evs_stream_synchronize(st));
+        CHECK(memcmp(now, w, sizeof now) == 0, "rejected spike-list plasticity calls changed the weights");
+        OK(evs_dense_destroy(wv));
+    }
+    OK(evs_csr_plasticity_pre_spikes(st, a, idx, cnt, t4, -1, 1));
+    OK(evs_csr_plasticity_post_spikes(st, a, idx, cnt, t3, -1, 1));
+    OK(evs_dense_plasticity_pre_spikes(st, W, idx, cnt, t4, -1, 1));
+    OK(evs_dense_plasticity_post_spikes(st, W, idx, cnt, t3, -1, 1));
+    OK(evs_stream_synchronize(st));
+
+    evs_dense *all[] = {idx, cnt, cnt_two, cnt4, cnt_neg, bad_idx, cnt2, idx2d, f32v, y3, y4, W, t3, t4, foreign, ov_idx, ov_y, keep};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) OK(evs_dense_destroy(all[i]));
+    OK(evs_csr_destroy(a));
+    OK(evs_context_destroy(other));
+}
+
+static void test_spike_lists(void) {
+    test_spike_list_errors();
+    for (int r = 0; r < rounds; r++)
+        for (int ti = 0; ti < 4; ti++)
+            for (int k = 0; k <= 1; k++) {
+                test_spike_list_products(FLOAT_DTYPES[ti], k ? EVS_OP_T : EVS_OP_N);
+                test_spike_list_plasticity(FLOAT_DTYPES[ti], k);
+            }
+}
+
 /* Many threads share one context, each with its own stream (SPEC §2). */
 #include <pthread.h>
 static void *thread_body(void *arg) {
@@ -1394,6 +1635,7 @@ int main(int argc, char **argv) {
     test_yw2y();
     test_dense_mm();
     test_plasticity();
+    test_spike_lists();
     test_bsrmm();
     test_compact_and_csc();
     test_threads();

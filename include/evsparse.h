@@ -302,8 +302,8 @@ evs_status evs_context_device(const struct evs_context *ctx,
  * plainly written loops every other path is tested against. `evs_last_plan` tells what ran.
  *
  * Families and algorithms:
- * - `spmm_n` (spmv/spmm, `EVS_OP_N`): GPU `thread_per_row`, `warp_per_row`, `length_classes`; CPU `row_ranges`, `csc_scatter` (events), `reference`
- * - `spmm_t` (spmv/spmm, `EVS_OP_T`): both `scatter` (GPU: f32/f64), `csc_gather`; GPU `row_warp_scatter` (spmv, f32/f64); CPU `reference`
+ * - `spmm_n` (spmv/spmm, `EVS_OP_N`): GPU `thread_per_row`, `warp_per_row`, `length_classes`; both `csc_scatter` (CPU: events and spike lists; GPU: spike lists, f32/f64); CPU `row_ranges`, `reference`
+ * - `spmm_t` (spmv/spmm, `EVS_OP_T`): both `scatter` (GPU: f32/f64 event vectors), `csc_gather`; GPU `row_warp_scatter` (spmv and spike lists, f32/f64); CPU `reference`
  * - `yw2y`: GPU `row_warp` (N), `entry_thread` (T); CPU `reference`
  * - `dense_mm` (dense mv/mm): GPU `mv_row_warp` (N, one column), `mv_column_blocks` (T, one column), `tiled`; CPU `input_nonzeros`, `gemm` (f32/f64), `reference`
  * - `csr_plasticity`: GPU `pre_rows` (pre), `post_columns` (post); CPU `reference`
@@ -734,6 +734,87 @@ evs_status evs_csr_to_csc(struct evs_stream *stream,
                           struct evs_dense *colptr,
                           struct evs_dense *rowind,
                           struct evs_dense *perm);
+
+/**
+ * `evs_spmv` on a spike list: the neurons `spike_indices[0..spike_count[0])` (int32; the
+ * count is an int32 vector of length 1, read where the work runs, as `evs_compact_events`
+ * writes it) are active, each counting as 1 once per occurrence. N: they index A's columns
+ * (`y = alpha·A·e + beta·y`, y length m); T: A's rows (`y = alpha·Aᵀ·e + beta·y`, y length
+ * k). A CPU context rejects a count outside [0, length of spike_indices] or an index out of
+ * range with `EVS_ERROR_INVALID_VALUE`; a GPU kernel cannot report without a host sync, so
+ * it clamps the count to that range and skips indices out of range. On the GPU, f32 and f64
+ * weights only (the spikes add with atomics).
+ */
+evs_status evs_spmv_spikes(struct evs_stream *stream,
+                           evs_op op,
+                           double alpha,
+                           const struct evs_csr *a,
+                           const struct evs_dense *spike_indices,
+                           const struct evs_dense *spike_count,
+                           double beta,
+                           struct evs_dense *y);
+
+/**
+ * `evs_dense_mv` on a spike list (as for `evs_spmv_spikes`): N `c = alpha·W·e + beta·c`, the
+ * list indexing W's columns; T `c = alpha·Wᵀ·e + beta·c`, the list indexing W's rows.
+ */
+evs_status evs_dense_mv_spikes(struct evs_stream *stream,
+                               evs_op op,
+                               double alpha,
+                               const struct evs_dense *w,
+                               const struct evs_dense *spike_indices,
+                               const struct evs_dense *spike_count,
+                               double beta,
+                               struct evs_dense *c);
+
+/**
+ * `evs_csr_plasticity_pre` with the active pre-neurons as a spike list (as for
+ * `evs_spmv_spikes`). A neuron listed twice may have its update applied once or twice on the
+ * GPU (once per occurrence on the CPU); lists from `evs_compact_events` hold each once.
+ */
+evs_status evs_csr_plasticity_pre_spikes(struct evs_stream *stream,
+                                         struct evs_csr *a,
+                                         const struct evs_dense *spike_indices,
+                                         const struct evs_dense *spike_count,
+                                         const struct evs_dense *post_trace,
+                                         double w_min,
+                                         double w_max);
+
+/**
+ * `evs_csr_plasticity_post` with the active post-neurons as a spike list (as for
+ * `evs_csr_plasticity_pre_spikes`).
+ */
+evs_status evs_csr_plasticity_post_spikes(struct evs_stream *stream,
+                                          struct evs_csr *a,
+                                          const struct evs_dense *spike_indices,
+                                          const struct evs_dense *spike_count,
+                                          const struct evs_dense *pre_trace,
+                                          double w_min,
+                                          double w_max);
+
+/**
+ * `evs_dense_plasticity_pre` with the active pre-neurons as a spike list (as for
+ * `evs_csr_plasticity_pre_spikes`).
+ */
+evs_status evs_dense_plasticity_pre_spikes(struct evs_stream *stream,
+                                           struct evs_dense *w,
+                                           const struct evs_dense *spike_indices,
+                                           const struct evs_dense *spike_count,
+                                           const struct evs_dense *post_trace,
+                                           double w_min,
+                                           double w_max);
+
+/**
+ * `evs_dense_plasticity_post` with the active post-neurons as a spike list (as for
+ * `evs_csr_plasticity_pre_spikes`).
+ */
+evs_status evs_dense_plasticity_post_spikes(struct evs_stream *stream,
+                                            struct evs_dense *w,
+                                            const struct evs_dense *spike_indices,
+                                            const struct evs_dense *spike_count,
+                                            const struct evs_dense *pre_trace,
+                                            double w_min,
+                                            double w_max);
 
 #ifdef __cplusplus
 }  // extern "C"

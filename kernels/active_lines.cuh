@@ -4,7 +4,7 @@
 // 32 lanes walk each live line in turn, ENTRIES_AT_ONCE entries per lane in flight. The grid's
 // warps stride over the candidates, so a silent neuron costs a byte of a coalesced load. Used
 // by spike propagation (sparse.cu, `scatter`); its output is scaled by beta by a launch before
-// (src/cuda/ops.rs). bench/probe_events.cu measures this shape against others (bench/NOTES.md,
+// (src/cuda/ops.rs). warp_per_line, below, walks the same lines a warp each. bench/probe_events.cu measures this shape against others (bench/NOTES.md,
 // "Active lines").
 #pragma once
 
@@ -23,6 +23,7 @@ template <class In> struct InputLines {
         return v != A(0);
     }
 };
+
 
 // Every entry p of line [begin, end): Work::load for ENTRIES_AT_ONCE entries per lane, then
 // Work::apply with the line's input value v, so that the loads are in flight together.
@@ -56,4 +57,18 @@ template <class Source, class Walk, class Work> __device__ void active_lines(con
             walk_line(a, work, b, e, __shfl_sync(0xffffffffu, v, src));
         }
     }
+}
+
+// A warp per live line: per candidate line of an input vector (a silent line exits after one
+// load) or per listed line of a spike list (common.cuh, Inputs), its lanes striding over the
+// line's entries. More live lines are in flight than in active_lines, which long rows and
+// spike lists need (a list has no silent lines to skip, so a warp taking 32 of them walks them
+// in series: 3-8x slower). Loads are not batched as in walk_line: that measured 5-20% slower
+// here (bench/NOTES.md, "Spike lists").
+template <class In, class Walk, class Work> __device__ void warp_per_line(const Args& a) {
+    typedef typename Work::Acc A;
+    Work work;
+    Inputs<In>::template each<A>(a, warp_id(), warps_in_grid(), Walk::count(a), [&](int64_t line, A v) {
+        for (int64_t p = Walk::begin(a, line) + lane_id(); p < Walk::end(a, line); p += 32) work.apply(a, work.load(a, p), v);
+    });
 }

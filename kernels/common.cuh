@@ -32,6 +32,7 @@ struct Args {
     int64_t ldaux;
     void* out2;             // second output (the count of event compaction)
     int64_t lines;          // candidate lines of an event-driven launch (input length)
+    const int* spike_count; // spike lists: the device-side count of the indices in x
     int64_t m, k, n;        // matrix rows and columns, columns of x and y
     int64_t nnz, batches;
     int64_t idx64;          // indptr is int64
@@ -94,6 +95,37 @@ __device__ __forceinline__ void input_pair(const In* x, int64_t c, int64_t n, bo
     }
 }
 
+// ---------------------------------------------------------------- spike inputs
+// How event-driven kernels visit their live inputs. Inputs<In>: the entries of x (ldx apart),
+// live where non-zero (floats as they are, events as 1). Inputs<SpikeList>: x holds int32
+// indices, *a.spike_count of them, clamped to [0, a.lines] (the list's capacity); indices
+// outside [0, limit) are skipped, so a bad list never reads or writes out of bounds.
+struct SpikeList {};
+
+__device__ __forceinline__ int64_t listed(const Args& a) {
+    const int64_t count = *a.spike_count;
+    return count < 0 ? 0 : (count > a.lines ? a.lines : count);
+}
+
+// f(r, v) for every live input r < limit among the candidates first, first + stride, ...
+template <class In> struct Inputs {
+    template <class A, class F> __device__ static void each(const Args& a, int64_t first, int64_t stride, int64_t limit, F f) {
+        for (int64_t r = first; r < limit; r += stride) {
+            const A v = value<A>(((const In*)a.x)[r * a.ldx], a.events);
+            if (v != A(0)) f(r, v);
+        }
+    }
+};
+template <> struct Inputs<SpikeList> {
+    template <class A, class F> __device__ static void each(const Args& a, int64_t first, int64_t stride, int64_t limit, F f) {
+        const int64_t count = listed(a);
+        for (int64_t t = first; t < count; t += stride) {
+            const int64_t r = ((const int*)a.x)[t];
+            if (r >= 0 && r < limit) f(r, A(1));
+        }
+    }
+};
+
 // The CSR row range [begin, end) of row i.
 __device__ __forceinline__ int64_t row_start(const Args& a, int64_t i) {
     return a.idx64 ? ((const int64_t*)a.indptr)[i] : (int64_t)((const int*)a.indptr)[i];
@@ -123,12 +155,14 @@ template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A del
 // indices[p] (N) or adds into output indices[p] (T). CscWalk: column c of the cached CSC
 // mirror, whose entry p is row rowind[p] and CSR entry perm[p].
 struct CsrWalk {
+    __device__ static int64_t count(const Args& a) { return a.m; }
     __device__ static int64_t begin(const Args& a, int64_t i) { return row_start(a, i); }
     __device__ static int64_t end(const Args& a, int64_t i) { return row_start(a, i + 1); }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.indices[p]; }
     __device__ static int64_t entry(const Args&, int64_t p) { return p; }
 };
 struct CscWalk {
+    __device__ static int64_t count(const Args& a) { return a.k; }
     __device__ static int64_t begin(const Args& a, int64_t c) { return a.colptr[c]; }
     __device__ static int64_t end(const Args& a, int64_t c) { return a.colptr[c + 1]; }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.rowind[p]; }
@@ -147,6 +181,7 @@ __device__ __forceinline__ double warp_sum(double v) {
 // Global index of this warp and this thread's lane, for one-warp-per-row kernels.
 __device__ __forceinline__ int64_t warp_id() { return ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
 __device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
+__device__ __forceinline__ int64_t warps_in_grid() { return ((int64_t)gridDim.x * blockDim.x) >> 5; }
 
 // ---------------------------------------------------------------- instantiation
 // Kernels are C templates instantiated under stable names: <family>_<T> or <family>_<T>_<In>,
@@ -155,3 +190,5 @@ __device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
 #define EVS_FOR_FLOATS(X) X(f16, f16) X(bf16, bf16) X(float, f32) X(double, f64)
 #define EVS_FOR_INPUTS(X, T, TN) X(T, TN, u8, bool) X(T, TN, f16, f16) X(T, TN, bf16, bf16) \
     X(T, TN, float, f32) X(T, TN, double, f64)
+// ... and spike lists, named for their int32 indices.
+#define EVS_FOR_SPIKE_INPUTS(X, T, TN) EVS_FOR_INPUTS(X, T, TN) X(T, TN, SpikeList, i32)

@@ -8,16 +8,14 @@ template <class T, class A, bool TRANS> __device__ __forceinline__ A w_at(const 
     return A(to_f(TRANS ? w[r * a.ldaux + i] : w[i * a.ldaux + r]));
 }
 
-// N, n = 1: one warp per output row; W is only read where the input is non-zero.
+// N, n = 1: one warp per output row; W is only read where the input is non-zero (at the
+// listed columns for a spike list).
 template <class T, class In> __device__ void mv_n(const Args& a) {
     typedef typename AccOf<T>::type A;
     const int64_t i = warp_id();
     if (i >= a.m) return;
     A acc = 0;
-    for (int64_t r = lane_id(); r < a.k; r += 32) {
-        A v = input<A>((const In*)a.x, r * a.ldx, a.events);
-        if (v != A(0)) acc += w_at<T, A, false>(a, i, r) * v;
-    }
+    Inputs<In>::template each<A>(a, lane_id(), 32, a.k, [&](int64_t r, A v) { acc += w_at<T, A, false>(a, i, r) * v; });
     acc = warp_sum(acc);
     if (lane_id() == 0) blend((T*)a.y + i * a.ldy, acc, a);
 }
@@ -30,10 +28,7 @@ template <class T, class In> __device__ void mv_t(const Args& a) {
     const int64_t i = (int64_t)blockIdx.x * 32 + threadIdx.x;
     A acc = 0;
     if (i < a.m)
-        for (int64_t r = threadIdx.y; r < a.k; r += 8) {
-            A v = input<A>((const In*)a.x, r * a.ldx, a.events);
-            if (v != A(0)) acc += w_at<T, A, true>(a, i, r) * v;
-        }
+        Inputs<In>::template each<A>(a, threadIdx.y, 8, a.k, [&](int64_t r, A v) { acc += w_at<T, A, true>(a, i, r) * v; });
     part[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && i < a.m) {
@@ -79,10 +74,11 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
         }
 }
 
-#define DENSE(T, TN, In, InN)                                                                                     \
+#define DENSE_MV(T, TN, In, InN)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) dense_mv_n_##TN##_##InN(Args a) { mv_n<T, In>(a); }         \
-    extern "C" __global__ void __launch_bounds__(256) dense_mv_t_##TN##_##InN(Args a) { mv_t<T, In>(a); }         \
+    extern "C" __global__ void __launch_bounds__(256) dense_mv_t_##TN##_##InN(Args a) { mv_t<T, In>(a); }
+#define DENSE_MM(T, TN, In, InN)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_n_##TN##_##InN(Args a) { mm<T, In, false>(a); }    \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_t_##TN##_##InN(Args a) { mm<T, In, true>(a); }
-#define DENSE_ALL(T, TN) EVS_FOR_INPUTS(DENSE, T, TN)
+#define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)

@@ -8,7 +8,9 @@
 //                       with atomics after a scaling pass for beta. n = 1: a warp ballots 32
 //                       rows and walks the live ones (active_lines.cuh); n > 1: a warp per
 //                       row and 32 columns.
-//      row_warp_scatter (f32/f64, n = 1) a warp per row, for long rows
+//      row_warp_scatter (f32/f64, n = 1) a warp per row (active_lines.cuh, warp_per_line), for
+//                       long rows, and a warp per listed row of a spike list
+//   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror
 #include "active_lines.cuh"
 
 // ---------------------------------------------------------------- shapes
@@ -241,32 +243,20 @@ template <class T> __device__ void scale(const Args& a) {
 }
 
 // ---------------------------------------------------------------- event-driven spmv
-// T: y[indices[p]] += alpha * x[row] * w_p over the entries of the live rows
-// (active_lines.cuh); y was scaled by beta before.
-template <class T> struct AddIntoColumns {
+// Entries of live lines add alpha * x[line] * w into the output along the walk: T along the
+// CSR rows (y[indices[p]]), N on spike lists along the CSC mirror (y[rowind[p]]); y was scaled
+// by beta before.
+template <class T, class Walk> struct AddInto {
     typedef T Acc;
     struct Entry {
-        int64_t column;
+        int64_t target;
         T w;
     };
-    __device__ Entry load(const Args& a, int64_t p) { return {a.indices[p], weight<T, T>(a, p)}; }
+    __device__ Entry load(const Args& a, int64_t p) { return {Walk::source(a, p), weight<T, T>(a, Walk::entry(a, p))}; }
     __device__ void apply(const Args& a, const Entry& e, T v) {
-        atomicAdd((T*)a.y + e.column * a.ldy, T(a.alpha) * v * e.w);
+        atomicAdd((T*)a.y + e.target * a.ldy, T(a.alpha) * v * e.w);
     }
 };
-
-// T, row_warp_scatter: one warp per CSR row r whose input is non-zero:
-// y[indices[p]] += alpha * w_p * x[r].
-template <class T, class In> __device__ void row_warp_scatter(const Args& a) {
-    typedef typename AccOf<T>::type A;
-    const int64_t r = warp_id();
-    if (r >= a.m) return;
-    const A v = input<A>((const In*)a.x, r * a.ldx, a.events);
-    if (v == A(0)) return;
-    const A scaled = A(a.alpha) * v;
-    for (int64_t p = row_start(a, r) + lane_id(); p < row_start(a, r + 1); p += 32)
-        atomicAdd((T*)a.y + (int64_t)a.indices[p] * a.ldy, scaled * weight<T, A>(a, p));
-}
 
 // T with n columns, one warp per (CSR row, 32 columns); the warp skips rows with no live input.
 template <class T, class In> __device__ void scatter_mm(const Args& a) {
@@ -294,11 +284,17 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 EVS_FOR_FLOATS(GATHER_ALL)
 
 #define SCATTER(T, TN, In, InN)                                                                       \
-    KERNEL(spmv_scatter_##TN##_##InN, (active_lines<InputLines<In>, CsrWalk, AddIntoColumns<T>>))      \
-    KERNEL(spmv_row_warp_scatter_##TN##_##InN, (row_warp_scatter<T, In>))                              \
+    KERNEL(spmv_scatter_##TN##_##InN, (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>>))   \
     KERNEL(spmm_scatter_##TN##_##InN, (scatter_mm<T, In>))
+#define ROW_WARP_SCATTER(T, TN, In, InN) \
+    KERNEL(spmv_row_warp_scatter_##TN##_##InN, (warp_per_line<In, CsrWalk, AddInto<T, CsrWalk>>))
 EVS_FOR_INPUTS(SCATTER, float, f32)
 EVS_FOR_INPUTS(SCATTER, double, f64)
+EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, float, f32)
+EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, double, f64)
+// N on spike lists: a warp per listed column, along the CSC mirror.
+KERNEL(spmv_csc_scatter_f32_i32, (warp_per_line<SpikeList, CscWalk, AddInto<float, CscWalk>>))
+KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<double, CscWalk>>))
 
 #define SCALE(T, TN) KERNEL(scale_##TN, scale<T>)
 EVS_FOR_FLOATS(SCALE)

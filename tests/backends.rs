@@ -15,13 +15,16 @@ use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
 use evsparse::core::plan::{self, Algorithm};
+use evsparse::core::spikes::{SpikeList, Spikes};
 use evsparse::core::{ops, InputKind, Op};
 use evsparse::dtype::DType;
-use evsparse::error::{Result, EVS_ERROR_NOT_SUPPORTED};
+use evsparse::error::{Result, EVS_ERROR_INVALID_VALUE, EVS_ERROR_NOT_SUPPORTED};
 use std::sync::Arc;
 
 const FLOATS: [DType; 4] = [DType::F16, DType::BF16, DType::F32, DType::F64];
 const EVENTS: [DType; 5] = [DType::Bool, DType::F16, DType::BF16, DType::F32, DType::F64];
+/// Event vectors of each dtype, then spike lists (named by their int32 indices).
+const SPIKE_INPUTS: [DType; 6] = [DType::Bool, DType::F16, DType::BF16, DType::F32, DType::F64, DType::I32];
 
 /// One device under test and the CPU reference, fed the same inputs.
 struct Pair {
@@ -141,6 +144,86 @@ impl Pair {
     }
 }
 
+/// A spike list on both sides: indices (room for more than the count, the rest garbage that
+/// must not be read) and the count.
+struct ListBoth {
+    indices: Both,
+    count: Both,
+}
+
+impl ListBoth {
+    fn dev(&self) -> SpikeList<'_> {
+        SpikeList { indices: &self.indices.dev, count: &self.count.dev }
+    }
+    fn cpu(&self) -> SpikeList<'_> {
+        SpikeList { indices: &self.indices.cpu, count: &self.count.cpu }
+    }
+}
+
+/// Spikes of a plasticity rule: an event vector, or a spike list.
+enum SpikesBoth {
+    Events(Both),
+    List(ListBoth),
+}
+
+impl SpikesBoth {
+    fn dev(&self) -> Spikes<'_> {
+        match self {
+            SpikesBoth::Events(e) => Spikes::Events(&e.dev),
+            SpikesBoth::List(l) => Spikes::List(l.dev()),
+        }
+    }
+    fn cpu(&self) -> Spikes<'_> {
+        match self {
+            SpikesBoth::Events(e) => Spikes::Events(&e.cpu),
+            SpikesBoth::List(l) => Spikes::List(l.cpu()),
+        }
+    }
+}
+
+impl Pair {
+    /// A spike list of `neurons` (a few percent of them, or none; each once unless
+    /// `duplicates`, in random order), with garbage past the count.
+    fn list(&mut self, neurons: usize, duplicates: bool) -> ListBoth {
+        let listed = self.listed(neurons, duplicates);
+        let garbage = self.rng.below(5);
+        let values: Vec<f64> =
+            listed.iter().map(|&i| i as f64).chain((0..garbage).map(|g| [-7.0, 1e9][g % 2])).collect();
+        ListBoth {
+            indices: self.both(DType::I32, (1, values.len(), 1), &values),
+            count: self.both(DType::I32, (1, 1, 1), &[listed.len() as f64]),
+        }
+    }
+
+    fn listed(&mut self, neurons: usize, duplicates: bool) -> Vec<usize> {
+        let pct = [0, 2, 10, 40][self.rng.below(4)];
+        let mut listed: Vec<usize> = (0..neurons).filter(|_| self.rng.below(100) < pct).collect();
+        for i in (1..listed.len()).rev() {
+            listed.swap(i, self.rng.below(i + 1));
+        }
+        if duplicates && !listed.is_empty() {
+            for _ in 0..1 + self.rng.below(4) {
+                listed.push(listed[self.rng.below(listed.len())]);
+            }
+        }
+        listed
+    }
+
+    /// Spikes of `neurons`: events of dtype `e`, or a spike list for I32.
+    fn spikes(&mut self, e: DType, neurons: usize, duplicates: bool) -> SpikesBoth {
+        if e == DType::I32 {
+            return SpikesBoth::List(self.list(neurons, duplicates));
+        }
+        let sv = self.events(e, neurons);
+        SpikesBoth::Events(self.both(e, (1, neurons, 1), &sv))
+    }
+
+    /// Whether the device under test is a GPU.
+    fn on_gpu(&self) -> bool {
+        !self.dev.0.is_cpu()
+    }
+}
+
 /// A random CSR pattern: odd sizes, empty rows, duplicates, sometimes nnz = 0 or a larger case.
 struct Pattern {
     m: usize,
@@ -248,7 +331,25 @@ fn spmm_cases(p: &mut Pair, op: Op) {
                     p.compare(&what, &y);
                 }
             }
+            spmv_spikes_case(p, op, t, homo, &pat, (&dev_a, &cpu_a));
         }
+    }
+}
+
+/// spmv on a spike list (repeated neurons included) against the CPU reference; the GPU takes
+/// f32/f64 only.
+fn spmv_spikes_case(p: &mut Pair, op: Op, t: DType, homo: bool, pat: &Pattern, (dev_a, cpu_a): (&Csr, &Csr)) {
+    let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+    let list = p.list(rows_in, true);
+    let (alpha, beta) = scalars(p);
+    let y = p.output(t, (1, rows_out, 1), beta);
+    let what = format!("spmv spikes {op:?} {} homo={homo} {}x{}", t.name(), pat.m, pat.k);
+    let result = ops::spmv_spikes(&p.dev.1, op, alpha, dev_a, list.dev(), beta, &y.dev);
+    if p.on_gpu() && !plan::can_scatter(t) {
+        assert_eq!(result.unwrap_err().status, EVS_ERROR_NOT_SUPPORTED, "{what}");
+    } else if p.ran(&what, result) {
+        ops::spmv_spikes(&p.cpu.1, op, alpha, cpu_a, list.cpu(), beta, &y.cpu).unwrap();
+        p.compare(&what, &y);
     }
 }
 
@@ -328,7 +429,24 @@ fn dense_cases(p: &mut Pair) {
                     p.compare(&what, &c);
                 }
             }
+            dense_mv_spikes_case(p, op, t);
         }
+    }
+}
+
+/// dense mv on a spike list (repeated neurons included) against the CPU reference.
+fn dense_mv_spikes_case(p: &mut Pair, op: Op, t: DType) {
+    let (m, k) = (1 + p.rng.below(150), 1 + p.rng.below(150));
+    let wshape = if op == Op::N { (2, m, k) } else { (2, k, m) };
+    let wv = p.values(m * k, 5);
+    let w = p.both(t, wshape, &wv);
+    let list = p.list(k, true);
+    let (alpha, beta) = scalars(p);
+    let c = p.output(t, (1, m, 1), beta);
+    let what = format!("dense mv spikes {op:?} {} {m}x{k}", t.name());
+    if p.ran(&what, ops::dense_mv_spikes(&p.dev.1, op, alpha, &w.dev, list.dev(), beta, &c.dev)) {
+        ops::dense_mv_spikes(&p.cpu.1, op, alpha, &w.cpu, list.cpu(), beta, &c.cpu).unwrap();
+        p.compare(&what, &c);
     }
 }
 
@@ -346,19 +464,18 @@ fn csr_plasticity_matches_cpu() {
     let mut p = Pair::new();
     p.each_algorithm::<plan::CsrPlasticity>(|p| {
         for t in FLOATS {
-            for e in EVENTS {
+            for e in SPIKE_INPUTS {
                 for post in [false, true] {
                     let pat = pattern(&mut p.rng);
                     let (dev_a, cpu_a, _) = csr_both(p, &pat, t, false);
                     let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
-                    let sv = p.events(e, n_spikes);
-                    let spikes = p.both(e, (1, n_spikes, 1), &sv);
+                    let spikes = p.spikes(e, n_spikes, false);
                     let tv = p.values(n_trace, 10);
                     let trace = p.both(t, (1, n_trace, 1), &tv);
                     let (lo, hi) = bounds(p);
                     let what = format!("csr plasticity post={post} {}", e.name());
-                    if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, &spikes.dev, &trace.dev, lo, hi)) {
-                        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
+                    if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, spikes.dev(), &trace.dev, lo, hi)) {
+                        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
                         let weights = |a: &Csr| match &a.weights {
                             evsparse::core::csr::Weights::Hetero(w) => {
                                 Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz)
@@ -378,20 +495,19 @@ fn dense_plasticity_matches_cpu() {
     let mut p = Pair::new();
     p.each_algorithm::<plan::DensePlasticity>(|p| {
         for t in FLOATS {
-            for e in EVENTS {
+            for e in SPIKE_INPUTS {
                 for post in [false, true] {
                     let (m, k) = (1 + p.rng.below(120), 1 + p.rng.below(300));
                     let (n_spikes, n_trace) = if post { (k, m) } else { (m, k) };
                     let wv = p.values(m * k, 0);
                     let w = p.both(t, (2, m, k), &wv);
-                    let sv = p.events(e, n_spikes);
-                    let spikes = p.both(e, (1, n_spikes, 1), &sv);
+                    let spikes = p.spikes(e, n_spikes, false);
                     let tv = p.values(n_trace, 10);
                     let trace = p.both(t, (1, n_trace, 1), &tv);
                     let (lo, hi) = bounds(p);
                     let what = format!("dense plasticity post={post} {}", e.name());
-                    if p.ran(&what, ops::dense_plasticity(&p.dev.1, post, &w.dev, &spikes.dev, &trace.dev, lo, hi)) {
-                        ops::dense_plasticity(&p.cpu.1, post, &w.cpu, &spikes.cpu, &trace.cpu, lo, hi).unwrap();
+                    if p.ran(&what, ops::dense_plasticity(&p.dev.1, post, &w.dev, spikes.dev(), &trace.dev, lo, hi)) {
+                        ops::dense_plasticity(&p.cpu.1, post, &w.cpu, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
                         p.compare(&what, &w);
                     }
                 }
@@ -524,4 +640,79 @@ fn wrapped_matrix_is_analysed_from_one_copy() {
     ops::analyse(&p.dev.1, &a).unwrap();
     let expected = if p.dev.0.is_cpu() { 0 } else { 1 };
     assert_eq!(a.structure_downloads(), expected);
+}
+
+/// A list of `valid` with bad entries mixed in (negative, past the neurons, far past), its
+/// count `extra` past its capacity: the CPU rejects it and changes nothing; a GPU skips the bad
+/// indices and clamps the count, giving the result of the valid entries alone.
+#[test]
+fn bad_spike_lists_are_rejected_or_skipped() {
+    let mut p = Pair::new();
+    for round in 0..8 {
+        let pat = pattern(&mut p.rng);
+        let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, DType::F32, round % 2 == 0);
+        let op = if round % 4 < 2 { Op::T } else { Op::N };
+        let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+        let valid = p.listed(rows_in, true);
+        let mut bad: Vec<f64> = valid.iter().map(|&i| i as f64).collect();
+        for (slot, value) in [(0, -3.0), (bad.len() / 2, rows_in as f64), (bad.len(), (1 << 30) as f64)] {
+            bad.insert(slot.min(bad.len()), value);
+        }
+        let past_capacity = round % 3 == 0;
+        let count = bad.len() as f64 + if past_capacity { 5.0 } else { 0.0 };
+        let indices = upload(&p.dev.0, &p.dev.1, DType::I32, (1, bad.len(), 1), &bad);
+        let count = upload(&p.dev.0, &p.dev.1, DType::I32, (1, 1, 1), &[count]);
+        let list = SpikeList { indices: &indices, count: &count };
+        let y = p.output(DType::F32, (1, rows_out, 1), 1.0);
+        let before = read(&p.dev.1, &y.dev);
+        let result = ops::spmv_spikes(&p.dev.1, op, 1.0, &dev_a, list, 1.0, &y.dev);
+        let what = format!("bad spike list {op:?} past_capacity={past_capacity}");
+        if p.on_gpu() {
+            result.unwrap();
+            let good = p.both(DType::I32, (1, valid.len(), 1), &valid.iter().map(|&i| i as f64).collect::<Vec<_>>());
+            let n = p.both(DType::I32, (1, 1, 1), &[valid.len() as f64]);
+            let cpu_list = SpikeList { indices: &good.cpu, count: &n.cpu };
+            ops::spmv_spikes(&p.cpu.1, op, 1.0, &cpu_a, cpu_list, 1.0, &y.cpu).unwrap();
+            p.compare(&what, &y);
+        } else {
+            let e = result.unwrap_err();
+            assert_eq!(e.status, EVS_ERROR_INVALID_VALUE, "{what}: {e}");
+            let named = if past_capacity { "spike count = " } else { "is out of range for" };
+            assert!(e.message.contains(named), "{what}: {}", e.message);
+            assert_eq!(read(&p.dev.1, &y.dev), before, "{what}: a rejected call changed y");
+        }
+    }
+}
+
+/// Plasticity with every listed neuron listed twice: the CPU applies the update twice, a GPU
+/// once or twice per weight (the two warps are unordered), never anything else.
+#[test]
+fn repeated_spikes_in_plasticity_apply_once_or_twice() {
+    let mut p = Pair::new();
+    for post in [false, true] {
+        let pat = pattern(&mut p.rng);
+        let (dev_a, cpu_a, w0) = csr_both(&mut p, &pat, DType::F64, false);
+        let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
+        let once = p.listed(n_spikes, false);
+        let twice: Vec<f64> = once.iter().chain(&once).map(|&i| i as f64).collect();
+        let list = ListBoth {
+            indices: p.both(DType::I32, (1, twice.len(), 1), &twice),
+            count: p.both(DType::I32, (1, 1, 1), &[twice.len() as f64]),
+        };
+        let tv = p.values(n_trace, 10);
+        let trace = p.both(DType::F64, (1, n_trace, 1), &tv);
+        let (inf, what) = (f64::INFINITY, format!("repeated spikes post={post}"));
+        ops::csr_plasticity(&p.dev.1, post, &dev_a, Spikes::List(list.dev()), &trace.dev, -inf, inf).unwrap();
+        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, Spikes::List(list.cpu()), &trace.cpu, -inf, inf).unwrap();
+        let got = read(&p.dev.1, dev_a.hetero_weights("test").unwrap());
+        let want = read(&p.cpu.1, cpu_a.hetero_weights("test").unwrap());
+        for (j, ((&g, &twice_applied), &w)) in got.iter().zip(&want).zip(&w0).enumerate() {
+            let once_applied = w + (twice_applied - w) / 2.0;
+            let close = |v: f64| (g - v).abs() <= 1e-12 * (1.0 + v.abs());
+            assert!(
+                close(twice_applied) || (p.on_gpu() && close(once_applied)),
+                "{what}: [{j}] got {g}, want {twice_applied}"
+            );
+        }
+    }
 }

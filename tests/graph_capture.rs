@@ -1,5 +1,6 @@
 //! After analysis, evsparse calls allocate nothing and never synchronize the host: a timestep
-//! loop (event compaction, spike propagation = spmv T on events, a trace-driven spmv N over
+//! loop (event compaction, spike propagation = spmv T on events and on the compacted spike
+//! list, a trace-driven spmv N over
 //! hub neurons (length_classes, with its long-row pass), plasticity pre and post) is
 //! captured on the caller's CUDA stream into a graph (global capture mode, so any allocation
 //! or host synchronization inside would fail the capture), replayed, and compared with the CPU
@@ -12,6 +13,7 @@ use cudarc::driver::sys::{self, CUresult};
 use evsparse::core::context::{Context, Stream, EVS_DEVICE_CPU, EVS_DEVICE_CUDA};
 use evsparse::core::csr::{Csr, CsrShape, Weights};
 use evsparse::core::dense::Dense;
+use evsparse::core::spikes::{SpikeList, Spikes};
 use evsparse::core::{ops, InputKind, Op};
 use evsparse::dtype::DType;
 use std::sync::Arc;
@@ -38,6 +40,8 @@ struct Net {
     a: Csr,
     spikes: Dense,
     current: Dense,
+    /// The same propagation from the compacted spike list (f32).
+    list_current: Dense,
     drive: Dense,
     pre_trace: Dense,
     post_trace: Dense,
@@ -52,13 +56,19 @@ fn weights_of(net: &Net) -> &Dense {
     }
 }
 
-/// One simulation step: compact the spikes, propagate them, apply both plasticity rules.
+/// One simulation step: compact the spikes, propagate them (from the event vector, and from
+/// the compacted list for f32), apply both plasticity rules (pre also from the list).
 fn step(s: &Stream, net: &Net) {
     ops::compact(s, &net.spikes, &net.active, &net.count).unwrap();
     ops::spmm(s, Op::T, InputKind::Events, 1.0, &net.a, &net.spikes, 1.0, &net.current, true).unwrap();
+    let list = SpikeList { indices: &net.active, count: &net.count };
+    if net.a.dtype == DType::F32 {
+        ops::spmv_spikes(s, Op::T, 1.0, &net.a, list, 1.0, &net.list_current).unwrap();
+    }
+    ops::csr_plasticity(s, false, &net.a, Spikes::List(list), &net.post_trace, -1.0, 1.0).unwrap();
     ops::spmm(s, Op::N, InputKind::Float, 1.0, &net.a, &net.post_trace, 0.5, &net.drive, true).unwrap();
-    ops::csr_plasticity(s, false, &net.a, &net.spikes, &net.post_trace, -1.0, 1.0).unwrap();
-    ops::csr_plasticity(s, true, &net.a, &net.spikes, &net.pre_trace, -1.0, 1.0).unwrap();
+    ops::csr_plasticity(s, false, &net.a, Spikes::Events(&net.spikes), &net.post_trace, -1.0, 1.0).unwrap();
+    ops::csr_plasticity(s, true, &net.a, Spikes::Events(&net.spikes), &net.pre_trace, -1.0, 1.0).unwrap();
 }
 
 #[test]
@@ -100,6 +110,7 @@ fn timestep_loop_replays_from_a_cuda_graph() {
                 a,
                 spikes: upload(ctx, s, DType::Bool, (1, n, 1), &spikes),
                 current: upload(ctx, s, t, (1, n, 1), &vec![0.0; n]),
+                list_current: upload(ctx, s, t, (1, n, 1), &vec![0.0; n]),
                 drive: upload(ctx, s, t, (1, n, 1), &vec![0.25; n]),
                 pre_trace: upload(ctx, s, t, (1, n, 1), &pre),
                 post_trace: upload(ctx, s, t, (1, n, 1), &post),
@@ -125,6 +136,7 @@ fn timestep_loop_replays_from_a_cuda_graph() {
         let tol = if t == DType::F32 { 1e-4 } else { 2e-2 };
         for (what, g, c) in [
             ("current", &gnet.current, &cnet.current),
+            ("list current", &gnet.list_current, &cnet.list_current),
             ("drive", &gnet.drive, &cnet.drive),
             ("weights", weights_of(&gnet), weights_of(&cnet)),
             ("count", &gnet.count, &cnet.count),

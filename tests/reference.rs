@@ -4,6 +4,7 @@
 use evsparse::core::context::{Context, Stream};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
+use evsparse::core::spikes::Spikes;
 use evsparse::core::{ops, InputKind, Op};
 use evsparse::dtype::DType;
 use evsparse::error::*;
@@ -122,7 +123,7 @@ fn plasticity_clips_only_touched_synapses() {
             }
         }
         let (sd, td) = (vector(&ctx, &s, &spikes), vector(&ctx, &s, &trace));
-        ops::csr_plasticity(&s, true, &csr, &sd, &td, -0.3, 0.3).unwrap();
+        ops::csr_plasticity(&s, true, &csr, Spikes::Events(&sd), &td, -0.3, 0.3).unwrap();
         let weights = csr.hetero_weights("test").unwrap();
         assert_close("post plasticity", &read(&s, weights), &want);
     }
@@ -227,6 +228,6 @@ fn event_driven_post_plasticity_matches_naive_reference() {
         }
     }
     let (sd, td) = (vector(&ctx, &s, &spikes), vector(&ctx, &s, &trace));
-    ops::csr_plasticity(&s, true, &csr, &sd, &td, -0.5, f64::INFINITY).unwrap();
+    ops::csr_plasticity(&s, true, &csr, Spikes::Events(&sd), &td, -0.5, f64::INFINITY).unwrap();
     assert_close("event-driven post plasticity", &read(&s, csr.hetero_weights("test").unwrap()), &want);
 }

@@ -7,6 +7,7 @@ pub mod dense;
 pub mod memory;
 pub mod ops;
 pub mod plan;
+pub mod spikes;
 pub mod stats;
 
 use crate::error::{Error, Result};

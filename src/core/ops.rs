@@ -6,6 +6,7 @@ use super::context::{Backend, Context, Stream};
 use super::csr::{Csr, Weights};
 use super::dense::Dense;
 use super::plan::{self, decide, Algorithm};
+use super::spikes::{SpikeList, Spikes};
 use super::{InputKind, Op};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -115,7 +116,9 @@ pub fn spmm(
         (Backend::Cpu(_), _) => cpu::spmm(s, op, &product),
         (Backend::Cuda(_), Op::N) => {
             let chosen = plan::choose_spmm_n(&profile.stats, y.cols, &s.ctx.device_info());
-            cuda::spmm_n(s, gpu_plan(s, chosen, |_| true)?, profile, &product)
+            // the GPU's csc_scatter reads spike lists only
+            let alg = gpu_plan(s, chosen, |alg| alg != plan::SpmmN::CscScatter)?;
+            cuda::spmm_n(s, alg, profile, &product)
         }
         (Backend::Cuda(_), Op::T) => {
             let fits = |alg| match alg {
@@ -125,6 +128,41 @@ pub fn spmm(
             };
             let alg = gpu_plan(s, plan::choose_spmm_t(&profile.stats, y.cols, a.dtype, kind), fits)?;
             cuda::spmm_t(s, alg, &product)
+        }
+    }
+}
+
+/// spmv on a spike list: N `y = alpha·A·e(list) + beta·y` (the list indexes A's columns),
+/// T `y = alpha·Aᵀ·e(list) + beta·y` (it indexes A's rows).
+pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
+    same_context(s, &[("A", &a.ctx), ("y", &y.ctx)])?;
+    list.check(s)?;
+    y.dtype.expect("y", a.dtype)?;
+    let (neurons, out_len) = if op == Op::N { (a.k, a.m) } else { (a.m, a.k) };
+    y.expect_vector("y", out_len)?;
+    list.expect_disjoint_from("y", y)?;
+    disjoint_from_weights(("y", y), a)?;
+    a.expect_valid(s)?;
+    match s.ctx.backend {
+        Backend::Cpu(_) => cpu::spmv_spikes(s, op, alpha, a, list.host_entries(neurons)?, beta, y),
+        Backend::Cuda(_) => {
+            if !plan::can_scatter(a.dtype) {
+                return Err(Error::not_supported(format!(
+                    "spmv on a spike list with {} weights: the GPU adds spikes with atomics, which {} lacks at f32 \
+                     accumulation; pass the spikes as events (the vector evs_compact_events reads)",
+                    a.dtype.name(),
+                    a.dtype.name()
+                )));
+            }
+            // one algorithm each: a warp per listed line (a warp taking 32 listed lines, as
+            // `scatter` does for event vectors, walks them in series: 3-8x slower, measured)
+            match op {
+                Op::N => gpu_plan(s, plan::SpmmN::CscScatter, |alg| alg == plan::SpmmN::CscScatter).map(drop)?,
+                Op::T => {
+                    gpu_plan(s, plan::SpmmT::RowWarpScatter, |alg| alg == plan::SpmmT::RowWarpScatter).map(drop)?
+                }
+            }
+            cuda::spmv_spikes(s, op, alpha, a, list, beta, y)
         }
     }
 }
@@ -217,27 +255,73 @@ pub fn dense_mm(
     }
 }
 
+/// Dense mv on a spike list: N `c = alpha·W·e(list) + beta·c` (the list indexes W's columns),
+/// T `c = alpha·Wᵀ·e(list) + beta·c` (it indexes W's rows).
+pub fn dense_mv_spikes(s: &Stream, op: Op, alpha: f64, w: &Dense, list: SpikeList, beta: f64, c: &Dense) -> Result<()> {
+    same_context(s, &[("W", &w.ctx), ("c", &c.ctx)])?;
+    list.check(s)?;
+    w.expect_2d("W")?;
+    w.dtype.expect_float("W")?;
+    c.dtype.expect("c", w.dtype)?;
+    let (neurons, out_len) = if op == Op::N { (w.cols, w.rows) } else { (w.rows, w.cols) };
+    c.expect_vector("c", out_len)?;
+    disjoint(("c", c), &[("W", w)])?;
+    list.expect_disjoint_from("c", c)?;
+    match s.ctx.backend {
+        Backend::Cpu(_) => cpu::dense_mv_spikes(s, op, alpha, w, list.host_entries(neurons)?, beta, c),
+        Backend::Cuda(_) => {
+            let chosen = plan::choose_dense_mm(op, 1);
+            let alg = gpu_plan(s, chosen, |alg| alg == chosen)?;
+            cuda::dense_mv_spikes(s, alg, alpha, w, list, beta, c)
+        }
+    }
+}
+
 /// Trace and spike checks shared by the CSR and dense plasticity rules: pre spikes index
 /// rows (`m`) and the trace columns (`k`); post the other way round.
-fn check_plasticity(post: bool, m: usize, k: usize, dtype: DType, spikes: &Dense, trace: &Dense) -> Result<()> {
+#[allow(clippy::too_many_arguments)]
+fn check_plasticity(
+    s: &Stream,
+    post: bool,
+    m: usize,
+    k: usize,
+    dtype: DType,
+    spikes: Spikes,
+    trace: &Dense,
+    weights: (&str, &Dense),
+) -> Result<()> {
     let (sa, ta) = if post { ("post_spikes", "pre_trace") } else { ("pre_spikes", "post_trace") };
-    spikes.dtype.expect_event(sa)?;
+    s.expect_context(ta, &trace.ctx)?;
     trace.dtype.expect(ta, dtype)?;
     let (spike_len, trace_len) = if post { (k, m) } else { (m, k) };
-    spikes.expect_vector(sa, spike_len)?;
-    trace.expect_vector(ta, trace_len)
+    match spikes {
+        Spikes::Events(x) => {
+            s.expect_context(sa, &x.ctx)?;
+            x.dtype.expect_event(sa)?;
+            x.expect_vector(sa, spike_len)?;
+            disjoint(weights, &[(sa, x)])?;
+        }
+        Spikes::List(list) => {
+            list.check(s)?;
+            list.expect_disjoint_from(weights.0, weights.1)?;
+        }
+    }
+    trace.expect_vector(ta, trace_len)?;
+    disjoint(weights, &[(ta, trace)])
 }
 
 /// CSR plasticity, pre (`post = false`) or post, in place on the hetero weights.
-pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
-    same_context(s, &[("A", &a.ctx), ("spikes", &spikes.ctx), ("trace", &trace.ctx)])?;
+pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: Spikes, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    same_context(s, &[("A", &a.ctx)])?;
     let weights = a.hetero_weights("plasticity")?;
-    check_plasticity(post, a.m, a.k, a.dtype, spikes, trace)?;
+    check_plasticity(s, post, a.m, a.k, a.dtype, spikes, trace, ("the csr weights", weights))?;
     check_bounds(lo, hi)?;
-    disjoint(("the csr weights", weights), &[("spikes", spikes), ("trace", trace)])?;
     a.expect_valid(s)?;
     match s.ctx.backend {
-        Backend::Cpu(_) => on_cpu::<plan::CsrPlasticity>(s, || cpu::csr_plasticity(post, a, spikes, trace, lo, hi)),
+        Backend::Cpu(_) => {
+            let spikes = spikes.on_host(if post { a.k } else { a.m })?;
+            on_cpu::<plan::CsrPlasticity>(s, || cpu::csr_plasticity(post, a, spikes, trace, lo, hi))
+        }
         Backend::Cuda(_) => {
             let rule = plan::choose_csr_plasticity(post);
             let alg = gpu_plan(s, rule, |alg| alg == rule)?;
@@ -251,19 +335,21 @@ pub fn dense_plasticity(
     s: &Stream,
     post: bool,
     w: &Dense,
-    spikes: &Dense,
+    spikes: Spikes,
     trace: &Dense,
     lo: f64,
     hi: f64,
 ) -> Result<()> {
-    same_context(s, &[("W", &w.ctx), ("spikes", &spikes.ctx), ("trace", &trace.ctx)])?;
+    same_context(s, &[("W", &w.ctx)])?;
     w.expect_2d("W")?;
     w.dtype.expect_float("W")?;
-    check_plasticity(post, w.rows, w.cols, w.dtype, spikes, trace)?;
+    check_plasticity(s, post, w.rows, w.cols, w.dtype, spikes, trace, ("W", w))?;
     check_bounds(lo, hi)?;
-    disjoint(("W", w), &[("spikes", spikes), ("trace", trace)])?;
     match s.ctx.backend {
-        Backend::Cpu(_) => on_cpu::<plan::DensePlasticity>(s, || cpu::dense_plasticity(post, w, spikes, trace, lo, hi)),
+        Backend::Cpu(_) => {
+            let spikes = spikes.on_host(if post { w.cols } else { w.rows })?;
+            on_cpu::<plan::DensePlasticity>(s, || cpu::dense_plasticity(post, w, spikes, trace, lo, hi))
+        }
         Backend::Cuda(_) => {
             gpu_plan(s, plan::choose_dense_plasticity(), |_| true)?;
             cuda::dense_plasticity(s, post, w, spikes, trace, lo, hi)

@@ -107,9 +107,10 @@ algorithms! {
         /// for small calls); each row adds rows of B in panels of columns, with the machine's
         /// SIMD width.
         RowRanges = "row_ranges" on Cpu,
-        /// Columns with live input (events) spread their entries onto the output rows along
-        /// the CSC mirror, on the calling thread: only the active synapses are touched.
-        CscScatter = "csc_scatter" on Cpu,
+        /// Columns with live input (events, spike lists) spread their entries onto the output
+        /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
+        /// thread; GPU: spike lists, a warp per listed column, with atomics, f32/f64).
+        CscScatter = "csc_scatter" on Both,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -120,7 +121,8 @@ algorithms! {
         /// calling thread, touching only the active synapses (CPU).
         Scatter = "scatter" on Both,
         /// spmv scatter with a warp per row, every row checking its own input (f32/f64): more
-        /// live rows in flight at once, which long rows need.
+        /// live rows in flight at once, which long rows need; and a warp per listed row of a
+        /// spike list.
         RowWarpScatter = "row_warp_scatter" on Gpu,
         /// Output rows gather along the cached CSC mirror, without atomics: a warp per output
         /// column (GPU), or threads over output rows with the machine's SIMD width (CPU).

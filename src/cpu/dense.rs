@@ -2,6 +2,7 @@
 
 use super::{live_rows, load_events, load_input, packed, par_rows_mut, Blend, Clip};
 use crate::core::dense::Dense;
+use crate::core::spikes::HostSpikes;
 use crate::core::{InputKind, Op};
 use crate::dtype::{with_float, Acc, Float};
 use crate::error::Result;
@@ -48,9 +49,41 @@ fn dense_mm_typed<T: Float>(
 }
 
 /// pre (`post = false`): `W[i,:] = clip(W[i,:] + trace)` for active i;
-/// post: `W[:,c] = clip(W[:,c] + trace)` for active c.
-pub fn dense_plasticity(post: bool, w: &Dense, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
-    with_float!(w.dtype, T => dense_plasticity_typed::<T>(post, w, spikes, trace, lo, hi))
+/// post: `W[:,c] = clip(W[:,c] + trace)` for active c. Spikes are an event vector or a checked
+/// spike list, applied once per occurrence.
+pub fn dense_plasticity(post: bool, w: &Dense, spikes: HostSpikes, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    with_float!(w.dtype, T => match spikes {
+        HostSpikes::Events(spikes) => dense_plasticity_typed::<T>(post, w, spikes, trace, lo, hi),
+        HostSpikes::Listed(listed) => dense_plasticity_listed::<T>(post, w, listed, trace, lo, hi),
+    })
+}
+
+/// The rule for the listed rows (pre) or columns (post) of W.
+fn dense_plasticity_listed<T: Float>(
+    post: bool,
+    w: &Dense,
+    listed: &[u32],
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
+    if w.cols == 0 {
+        return Ok(()); // no weights, and a W without columns spans no memory at all
+    }
+    let (tr, clip) = (packed::<T, T::Acc>(trace, Float::to_acc), Clip::<T::Acc>::new(lo, hi));
+    // SAFETY: T is w's dtype; host memory.
+    let ws = unsafe { w.slice_mut::<T>() };
+    if post {
+        par_rows_mut(ws, w.ld, w.cols).enumerate().for_each(|(i, row)| {
+            listed.iter().for_each(|&c| clip.add(&mut row[c as usize], tr[i]));
+        });
+    } else {
+        for &i in listed {
+            let row = &mut ws[i as usize * w.ld..][..w.cols];
+            row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
+        }
+    }
+    Ok(())
 }
 
 fn dense_plasticity_typed<T: Float>(

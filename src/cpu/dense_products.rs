@@ -3,7 +3,7 @@
 //! costs 1% of the dense product. The reference it is tested against is `dense::dense_mm`.
 
 use super::products::{prefetch, SharedRows};
-use super::{dense, event_value, gemm_update, pack_into, with_input, Blend, PerThread};
+use super::{counts_of, dense, event_value, gemm_update, pack_into, with_input, Blend, PerThread};
 use crate::core::context::Stream;
 use crate::core::dense::Dense;
 use crate::core::plan::{self, decide, Backend, DenseMm};
@@ -62,7 +62,49 @@ where
     })
 }
 
+/// dense mv on a spike list (checked against the neurons) on a CPU context: only the listed
+/// rows (T) or columns (N) of W are read; the reference reads the list as a vector of counts.
+pub fn dense_mv_spikes(st: &Stream, op: Op, alpha: f64, w: &Dense, listed: &[u32], beta: f64, c: &Dense) -> Result<()> {
+    with_float!(w.dtype, T => dense_mv_spikes_typed::<T>(st, op, alpha, w, listed, beta, c))
+}
+
+fn dense_mv_spikes_typed<T: Float>(
+    st: &Stream,
+    op: Op,
+    alpha: f64,
+    w: &Dense,
+    listed: &[u32],
+    beta: f64,
+    c: &Dense,
+) -> Result<()>
+where
+    T::Acc: PerThread,
+{
+    let fits = |alg| matches!(alg, DenseMm::InputNonzeros | DenseMm::Reference);
+    if decide(&st.ctx.forced, Backend::Cpu, DenseMm::InputNonzeros, fits)? == DenseMm::Reference {
+        let counts = counts_of(st, listed, if op == Op::N { w.cols } else { w.rows }, w.dtype)?;
+        return st.ctx.run(|| dense::dense_mm(op, InputKind::Float, alpha, w, &counts, beta, c));
+    }
+    T::Acc::with_scratch(|scratch| {
+        let nz = &mut scratch.nonzeros;
+        nz.list(listed);
+        // the nonzeros come from the list; s is never read
+        nonzero_product::<T>(st, nz, &DenseProduct { op, kind: InputKind::Events, alpha, w, s: c, beta, c });
+        Ok(())
+    })
+}
+
 impl<A: Acc> Nonzeros<A> {
+    /// One input column whose nonzeros are the listed rows, each 1.
+    fn list(&mut self, listed: &[u32]) {
+        self.start.clear();
+        self.start.extend([0, listed.len()]);
+        self.rows.clear();
+        self.rows.extend_from_slice(listed);
+        self.values.clear();
+        self.values.resize(listed.len(), A::ONE);
+    }
+
     /// Counts the nonzeros of S (k x n) per column, under `f`; returns their number. The
     /// chooser needs only this; `fill` lists them.
     fn count<E: Copy>(&mut self, s: &Dense, f: impl Fn(E) -> A) -> usize {

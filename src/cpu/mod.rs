@@ -13,11 +13,12 @@ mod sparse;
 
 pub use bsr::bsrmm;
 pub use dense::dense_plasticity;
-pub use dense_products::{dense_mm, DenseProduct};
+pub use dense_products::{dense_mm, dense_mv_spikes, DenseProduct};
 pub use events::compact;
-pub use products::spmm;
+pub use products::{spmm, spmv_spikes};
 pub use sparse::{analyse, csr_plasticity, csr_to_csc, yw2y};
 
+use crate::core::context::Stream;
 use crate::core::dense::Dense;
 use crate::core::InputKind;
 use crate::dtype::{with_event, with_float, Acc, DType, Event, Float};
@@ -79,6 +80,18 @@ use with_input;
 /// An input array in accumulator precision: values as they are, or events as 1/0.
 fn load_input<T: Float>(x: &Dense, kind: InputKind) -> Result<Vec<T::Acc>> {
     Ok(with_input!(x.dtype, kind, T, f => packed(x, f)))
+}
+
+/// A spike list as a vector of `neurons` counts in `dtype` (a neuron once per occurrence): the
+/// references read spike lists through it.
+fn counts_of(s: &Stream, listed: &[u32], neurons: usize, dtype: DType) -> Result<Dense> {
+    let counts = Dense::create(&s.ctx, dtype, 1, neurons as i64, 1)?;
+    with_float!(dtype, T => {
+        // SAFETY: T is the dtype counts was made with; host memory.
+        let c = unsafe { counts.slice_mut::<T>() };
+        listed.iter().for_each(|&i| c[i as usize] = T::from_acc(c[i as usize].to_acc() + <<T as Float>::Acc as Acc>::ONE));
+    });
+    Ok(counts)
 }
 
 /// Per-thread buffers of one accumulator type that the fast paths reuse from call to call, so

@@ -10,9 +10,9 @@
 //! that grows to the largest call and is reused, so a repeated call allocates nothing.
 
 use super::sparse::{self, EntryWeights};
-use super::{pack_into, with_input, Blend, PerThread, Scratch};
+use super::{counts_of, pack_into, with_input, Blend, PerThread, Scratch};
 use crate::core::context::Stream;
-use crate::core::csr::{with_index, Analysis, CsrView, Index};
+use crate::core::csr::{with_index, Analysis, Csr, CsrView, Index};
 use crate::core::dense::Dense;
 use crate::core::ops::Product;
 use crate::core::plan::{self, decide, Backend, SpmmN, SpmmT, CPU};
@@ -80,6 +80,55 @@ where
                     _ => gather::<T, _>(s, a.analysis(), &Input::of::<T>(p.x, p.kind, gathered)?, p),
                 }
             }
+        }
+    })
+}
+
+/// spmv on a spike list (checked against the neurons) on a CPU context: the listed lines
+/// scatter (T along the CSR rows, N along the CSC mirror); the reference reads the list as a
+/// vector of counts.
+pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, listed: &[u32], beta: f64, y: &Dense) -> Result<()> {
+    with_float!(a.dtype, T => spmv_spikes_typed::<T>(s, op, alpha, a, listed, beta, y))
+}
+
+fn spmv_spikes_typed<T: Float>(
+    s: &Stream,
+    op: Op,
+    alpha: f64,
+    a: &Csr,
+    listed: &[u32],
+    beta: f64,
+    y: &Dense,
+) -> Result<()>
+where
+    T::Acc: PerThread,
+{
+    let neurons = if op == Op::N { a.k } else { a.m };
+    let reference = || -> Result<()> {
+        let counts = counts_of(s, listed, neurons, a.dtype)?;
+        s.ctx.run(|| sparse::spmm(op, InputKind::Float, alpha, a, &counts, beta, y))
+    };
+    // the scatter reads the spikes from `live` only; x is never read
+    let p = Product { kind: InputKind::Events, alpha, a, x: y, beta, y };
+    T::Acc::with_scratch(|scratch| {
+        let Scratch { products: Buffers { input, acc, .. }, .. } = scratch;
+        input.clear();
+        input.resize(listed.len(), T::Acc::ONE);
+        let live = LiveRows { rows: listed, values: input, n: 1 };
+        let forced = &s.ctx.forced;
+        match op {
+            Op::N => match decide(forced, Backend::Cpu, SpmmN::CscScatter, |alg| {
+                matches!(alg, SpmmN::CscScatter | SpmmN::Reference)
+            })? {
+                SpmmN::Reference => reference(),
+                _ => spread::<T, _>(a.analysis(), &live, acc, &p),
+            },
+            Op::T => match decide(forced, Backend::Cpu, SpmmT::Scatter, |alg| {
+                matches!(alg, SpmmT::Scatter | SpmmT::Reference)
+            })? {
+                SpmmT::Reference => reference(),
+                _ => with_index!(a.index, P => spread::<T, _>(&unsafe { a.view::<P>() }, &live, acc, &p)),
+            },
         }
     })
 }

@@ -3,6 +3,7 @@
 use super::{live_rows, load_events, load_input, packed, par_rows_mut, Blend, Clip, MIN_ROWS_PER_TASK, SPARSE_WORK};
 use crate::core::csr::{with_index, Analysis, Csr, CsrView, Index, Weights};
 use crate::core::dense::Dense;
+use crate::core::spikes::HostSpikes;
 use crate::core::{InputKind, Op};
 use crate::dtype::{with_float, Acc, DType, Float};
 use crate::error::Result;
@@ -199,8 +200,39 @@ fn weight_rows<'a, T, P: Index>(view: &CsrView<P>, mut w: &'a mut [T]) -> Vec<&'
 
 /// pre (`post = false`): for active row i, `w_j = clip(w_j + trace[indices[j]])`.
 /// post: for every entry whose column c is active, `w_j = clip(w_j + trace[row(j)])`.
-pub fn csr_plasticity(post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
-    with_float!(a.dtype, T => csr_plasticity_typed::<T>(post, a, spikes, trace, lo, hi))
+/// Spikes are an event vector or a checked spike list, applied once per occurrence.
+pub fn csr_plasticity(post: bool, a: &Csr, spikes: HostSpikes, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    with_float!(a.dtype, T => match spikes {
+        HostSpikes::Events(spikes) => csr_plasticity_typed::<T>(post, a, spikes, trace, lo, hi),
+        HostSpikes::Listed(listed) => csr_plasticity_listed::<T>(post, a, listed, trace, lo, hi),
+    })
+}
+
+/// The rule for the listed neurons, walking their rows (pre) or CSC columns (post).
+fn csr_plasticity_listed<T: Float>(post: bool, a: &Csr, listed: &[u32], trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+    let weights = a.hetero_weights("plasticity")?;
+    let (tr, clip) = (packed::<T, T::Acc>(trace, Float::to_acc), Clip::<T::Acc>::new(lo, hi));
+    // SAFETY: T is the weight dtype; host memory.
+    let ws = unsafe { weights.slice_mut::<T>() };
+    if post {
+        let an = a.analysis();
+        for &c in listed {
+            for p in an.colptr[c as usize]..an.colptr[c as usize + 1] {
+                clip.add(&mut ws[an.perm[p]], tr[an.rowind[p] as usize]);
+            }
+        }
+        return Ok(());
+    }
+    with_index!(a.index, P => {
+        // SAFETY: P is the index type; host memory.
+        let view = unsafe { a.view::<P>() };
+        for &i in listed {
+            for p in view.row(i as usize) {
+                clip.add(&mut ws[p], tr[view.indices[p] as usize]);
+            }
+        }
+    });
+    Ok(())
 }
 
 fn csr_plasticity_typed<T: Float>(post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {

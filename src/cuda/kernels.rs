@@ -42,6 +42,7 @@ families! {
     SPMV_SCATTER = "spmv_scatter",
     SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
     SPMM_SCATTER = "spmm_scatter",
+    SPMV_CSC_SCATTER = "spmv_csc_scatter",
     SCALE = "scale",
     SCALE_LONG_ROWS = "scale_long_rows",
     YW2Y_N = "yw2y_n",

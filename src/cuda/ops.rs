@@ -11,7 +11,8 @@ use crate::core::csr::{Csr, Profile, Weights};
 use crate::core::dense::Dense;
 use crate::core::ops::Product;
 use crate::core::plan::{can_scatter, plan_name, Algorithm, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
-use crate::core::InputKind;
+use crate::core::spikes::{SpikeList, Spikes};
+use crate::core::{InputKind, Op};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
@@ -62,6 +63,35 @@ fn product_args(p: &Product) -> Args {
     }
 }
 
+/// A spike list as the input of a kernel (common.cuh, `SpikeList`): its indices in x, the
+/// capacity in `lines`, the device-side count in `spike_count`.
+fn list_args(list: SpikeList, args: Args) -> Args {
+    Args {
+        x: list.indices.buf.addr(),
+        ldx: 1,
+        lines: list.capacity() as i64,
+        spike_count: list.count.buf.addr(),
+        ..args
+    }
+}
+
+/// The input of a plasticity or event launch, with the dtype slot its kernels are named for
+/// (a spike list's is int32).
+fn spike_args(spikes: Spikes, args: Args) -> (Args, DType) {
+    match spikes {
+        Spikes::Events(x) => (Args { x: x.buf.addr(), ldx: x.ld as i64, events: 1, ..args }, x.dtype),
+        Spikes::List(list) => (list_args(list, args), DType::I32),
+    }
+}
+
+/// Blocks of warps for a warp per listed spike, striding over the list beyond a few per SM.
+fn list_warps(gpu: &super::Gpu, list: SpikeList) -> Grid {
+    Grid::warps((list.capacity() as u64).clamp(1, gpu.multiprocessors as u64 * LIST_WARPS_PER_SM))
+}
+
+/// Warps per SM that the warp-per-spike launches start with (a full SM holds 64).
+const LIST_WARPS_PER_SM: u64 = 64;
+
 /// Blocks of 8 warps, one warp per item (and `WARP_COLS` columns when n > 1).
 fn warp_grid(items: usize, n: usize) -> Grid {
     match n {
@@ -80,14 +110,22 @@ const WARP_LINES: u64 = 32;
 /// Blocks per SM at most (their warps stride over the candidates beyond).
 const LINE_BLOCKS_PER_SM: u64 = 8;
 
+/// y = beta·y over `len` elements of `dtype` (skipped when beta = 1): the pass before a
+/// scatter's atomics.
+fn scale_output(s: &Stream, args: &Args, len: usize, dtype: DType) -> Result<()> {
+    if args.beta == 1.0 {
+        return Ok(());
+    }
+    let (gpu, stream) = parts(s)?;
+    let scale = Args { m: len as i64, n: 1, ..*args };
+    gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, len as u64), &scale)
+}
+
 /// One event-driven launch over the live lines among `lines` candidates, adding into `y`
-/// (`len` elements of `dtype`) after scaling it by beta (one more launch, unless beta = 1).
+/// (`len` elements of `dtype`) after scaling it by beta.
 fn active_lines(s: &Stream, function: Function, args: Args, lines: usize, len: usize, dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    if args.beta != 1.0 {
-        let scale = Args { m: len as i64, n: 1, ..args };
-        gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, len as u64), &scale)?;
-    }
+    scale_output(s, &args, len, dtype)?;
     let block_lines = WARP_LINES * (LINES_THREADS / 32) as u64;
     let blocks = (lines as u64).div_ceil(block_lines).min(gpu.multiprocessors as u64 * LINE_BLOCKS_PER_SM);
     gpu.launch(stream, function, Grid::new((blocks, 1), (LINES_THREADS, 1)), &Args { lines: lines as i64, ..args })
@@ -148,14 +186,15 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
     match alg {
         SpmmT::Reference => Err(cpu_only(alg)),
         SpmmT::RowWarpScatter => {
-            let scale = Args { m: a.k as i64, n: 1, ..args };
-            gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, a.k as u64), &scale)?;
+            scale_output(s, &args, a.k, a.dtype)?;
             gpu.launch(stream, gpu.kernel(SPMV_ROW_WARP_SCATTER, t, input)?, Grid::warps(a.m as u64), &args)
         }
         SpmmT::Scatter if vector => active_lines(s, gpu.kernel(SPMV_SCATTER, t, input)?, args, a.m, a.k, a.dtype),
         SpmmT::Scatter => {
-            let out = Args { m: a.k as i64, ..args };
-            gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, (a.k * n) as u64), &out)?;
+            if args.beta != 1.0 {
+                let out = Args { m: a.k as i64, ..args };
+                gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, (a.k * n) as u64), &out)?;
+            }
             let grid = Grid::warps_by_columns(a.m as u64, n as u64, 32);
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
@@ -164,6 +203,20 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc(s, a, args)?)
         }
     }
+}
+
+/// spmv on a spike list (f32/f64), a warp per listed line after scaling y by beta: N, the
+/// listed columns along the CSC mirror (`csc_scatter`); T, the listed rows (`row_warp_scatter`).
+pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let args = list_args(list, Args { y: y.buf.addr(), ldy: y.ld as i64, n: 1, alpha, beta, ..csr_args(a) });
+    let (family, args) = match op {
+        Op::N => (SPMV_CSC_SCATTER, with_csc(s, a, args)?),
+        Op::T => (SPMV_ROW_WARP_SCATTER, args),
+    };
+    scale_output(s, &args, y.rows, a.dtype)?;
+    let function = gpu.kernel(family, Some(a.dtype), Some(DType::I32))?;
+    gpu.launch(stream, function, list_warps(gpu, list), &args)
 }
 
 /// yw2y, 1-D (one batch) or batched; per-batch weights replace the CSR's when given.
@@ -246,44 +299,85 @@ pub fn dense_mm(
     gpu.launch(stream, gpu.kernel(family, t, input)?, grid, &args)
 }
 
+/// Dense mv on a spike list: N, a warp per output row over the listed columns of W; T, blocks
+/// of 32 output columns whose warps share the listed rows.
+pub fn dense_mv_spikes(
+    s: &Stream,
+    alg: DenseMm,
+    alpha: f64,
+    w: &Dense,
+    list: SpikeList,
+    beta: f64,
+    c: &Dense,
+) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let n_form = alg == DenseMm::MvRowWarp;
+    let args = Args {
+        aux: w.buf.addr(),
+        ldaux: w.ld as i64,
+        y: c.buf.addr(),
+        ldy: c.ld as i64,
+        m: c.rows as i64,
+        k: if n_form { w.cols } else { w.rows } as i64,
+        n: 1,
+        alpha,
+        beta,
+        ..Args::default()
+    };
+    let m = c.rows as u64;
+    let (family, grid) = match alg {
+        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::warps(m)),
+        DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
+        _ => return Err(cpu_only(alg)),
+    };
+    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(DType::I32))?, grid, &list_args(list, args))
+}
+
 /// CSR plasticity: pre walks the rows of active pre-neurons, post the CSC columns of active
 /// post-neurons.
 pub fn csr_plasticity(
     s: &Stream,
     alg: CsrPlasticity,
     a: &Csr,
-    spikes: &Dense,
+    spikes: Spikes,
     trace: &Dense,
     lo: f64,
     hi: f64,
 ) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let args = Args { x: spikes.buf.addr(), aux: trace.buf.addr(), lo, hi, ..csr_args(a) };
-    let (t, e) = (Some(a.dtype), Some(spikes.dtype));
+    let (args, input) = spike_args(spikes, Args { aux: trace.buf.addr(), lo, hi, ..csr_args(a) });
+    let warps = |lines: usize| match spikes {
+        Spikes::Events(_) => Grid::warps(lines as u64),
+        Spikes::List(list) => list_warps(gpu, list),
+    };
+    let (t, e) = (Some(a.dtype), Some(input));
     match alg {
         CsrPlasticity::Reference => Err(cpu_only(alg)),
         CsrPlasticity::PostColumns => {
-            gpu.launch(stream, gpu.kernel(CSR_POST, t, e)?, Grid::warps(a.k as u64), &with_csc(s, a, args)?)
+            gpu.launch(stream, gpu.kernel(CSR_POST, t, e)?, warps(a.k), &with_csc(s, a, args)?)
         }
-        CsrPlasticity::PreRows => gpu.launch(stream, gpu.kernel(CSR_PRE, t, e)?, Grid::warps(a.m as u64), &args),
+        CsrPlasticity::PreRows => gpu.launch(stream, gpu.kernel(CSR_PRE, t, e)?, warps(a.m), &args),
     }
 }
 
-/// Dense plasticity on W (m x k): blocks of 256 columns over a stride of rows.
+/// Blocks' y extent over listed rows in dense pre plasticity (they stride over the list).
+const LIST_ROW_BLOCKS: u64 = 512;
+
+/// Dense plasticity on W (m x k). Pre: blocks of 256 columns, their y index over the spiking
+/// rows' candidates; post: threads over the candidate columns, blocks' y index over rows.
 pub fn dense_plasticity(
     s: &Stream,
     post: bool,
     w: &Dense,
-    spikes: &Dense,
+    spikes: Spikes,
     trace: &Dense,
     lo: f64,
     hi: f64,
 ) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let args = Args {
+    let base = Args {
         y: w.buf.addr(),
         ldy: w.ld as i64,
-        x: spikes.buf.addr(),
         aux: trace.buf.addr(),
         m: w.rows as i64,
         k: w.cols as i64,
@@ -291,9 +385,22 @@ pub fn dense_plasticity(
         hi,
         ..Args::default()
     };
-    let grid = Grid::new(((w.cols as u64).div_ceil(256), (w.rows as u64).min(MAX_GRID_Y)), (256, 1));
+    let (args, input) = spike_args(spikes, base);
+    let (rows, cols) = (w.rows as u64, w.cols as u64);
+    let candidates = match spikes {
+        Spikes::Events(x) => x.rows as u64,
+        Spikes::List(list) => (list.capacity() as u64).min(LIST_ROW_BLOCKS),
+    };
+    let grid = if post {
+        Grid::new((candidates.div_ceil(256), rows.min(MAX_GRID_Y)), (256, 1))
+    } else {
+        Grid::new((cols.div_ceil(256), candidates.min(MAX_GRID_Y)), (256, 1))
+    };
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
     let family = if post { DENSE_POST } else { DENSE_PRE };
-    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(spikes.dtype))?, grid, &args)
+    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input))?, grid, &args)
 }
 
 /// Whether B and A's values are aligned for the WMMA paths: B's columns and row stride multiples

@@ -3,6 +3,7 @@
 
 use super::guard;
 use super::handles::{evs_bsr, evs_csr, evs_dense, evs_stream, get};
+use crate::core::spikes::{SpikeList, Spikes};
 use crate::core::{evs_input_kind, evs_op, ops, InputKind, Op};
 use crate::error::evs_status;
 
@@ -138,7 +139,8 @@ pub unsafe extern "C" fn evs_csr_plasticity_pre(
 ) -> evs_status {
     guard(|| {
         let (s, a) = (get("stream", stream)?, get("A", a)?);
-        ops::csr_plasticity(s, false, a, get("pre_spikes", pre_spikes)?, get("post_trace", post_trace)?, w_min, w_max)
+        let spikes = Spikes::Events(get("pre_spikes", pre_spikes)?);
+        ops::csr_plasticity(s, false, a, spikes, get("post_trace", post_trace)?, w_min, w_max)
     })
 }
 
@@ -156,7 +158,8 @@ pub unsafe extern "C" fn evs_csr_plasticity_post(
 ) -> evs_status {
     guard(|| {
         let (s, a) = (get("stream", stream)?, get("A", a)?);
-        ops::csr_plasticity(s, true, a, get("post_spikes", post_spikes)?, get("pre_trace", pre_trace)?, w_min, w_max)
+        let spikes = Spikes::Events(get("post_spikes", post_spikes)?);
+        ops::csr_plasticity(s, true, a, spikes, get("pre_trace", pre_trace)?, w_min, w_max)
     })
 }
 
@@ -173,7 +176,8 @@ pub unsafe extern "C" fn evs_dense_plasticity_pre(
 ) -> evs_status {
     guard(|| {
         let (s, w) = (get("stream", stream)?, get("W", w)?);
-        ops::dense_plasticity(s, false, w, get("pre_spikes", pre_spikes)?, get("post_trace", post_trace)?, w_min, w_max)
+        let spikes = Spikes::Events(get("pre_spikes", pre_spikes)?);
+        ops::dense_plasticity(s, false, w, spikes, get("post_trace", post_trace)?, w_min, w_max)
     })
 }
 
@@ -190,7 +194,8 @@ pub unsafe extern "C" fn evs_dense_plasticity_post(
 ) -> evs_status {
     guard(|| {
         let (s, w) = (get("stream", stream)?, get("W", w)?);
-        ops::dense_plasticity(s, true, w, get("post_spikes", post_spikes)?, get("pre_trace", pre_trace)?, w_min, w_max)
+        let spikes = Spikes::Events(get("post_spikes", post_spikes)?);
+        ops::dense_plasticity(s, true, w, spikes, get("pre_trace", pre_trace)?, w_min, w_max)
     })
 }
 
@@ -238,5 +243,153 @@ pub unsafe extern "C" fn evs_csr_to_csc(
     guard(|| {
         let s = get("stream", stream)?;
         ops::csr_to_csc(s, get("A", a)?, get("colptr", colptr)?, get("rowind", rowind)?, get("perm", perm)?)
+    })
+}
+
+/// The spike list of an entry point, its handles looked up.
+unsafe fn spike_list<'a>(indices: *const evs_dense, count: *const evs_dense) -> crate::error::Result<SpikeList<'a>> {
+    Ok(SpikeList { indices: get("spike_indices", indices)?, count: get("spike_count", count)? })
+}
+
+/// `evs_spmv` on a spike list: the neurons `spike_indices[0..spike_count[0])` (int32; the
+/// count is an int32 vector of length 1, read where the work runs, as `evs_compact_events`
+/// writes it) are active, each counting as 1 once per occurrence. N: they index A's columns
+/// (`y = alpha·A·e + beta·y`, y length m); T: A's rows (`y = alpha·Aᵀ·e + beta·y`, y length
+/// k). A CPU context rejects a count outside [0, length of spike_indices] or an index out of
+/// range with `EVS_ERROR_INVALID_VALUE`; a GPU kernel cannot report without a host sync, so
+/// it clamps the count to that range and skips indices out of range. On the GPU, f32 and f64
+/// weights only (the spikes add with atomics).
+#[no_mangle]
+pub unsafe extern "C" fn evs_spmv_spikes(
+    stream: *mut evs_stream,
+    op: evs_op,
+    alpha: f64,
+    a: *const evs_csr,
+    spike_indices: *const evs_dense,
+    spike_count: *const evs_dense,
+    beta: f64,
+    y: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let (op, list) = (Op::from_raw(op)?, spike_list(spike_indices, spike_count)?);
+        ops::spmv_spikes(get("stream", stream)?, op, alpha, get("A", a)?, list, beta, get("y", y)?)
+    })
+}
+
+/// `evs_dense_mv` on a spike list (as for `evs_spmv_spikes`): N `c = alpha·W·e + beta·c`, the
+/// list indexing W's columns; T `c = alpha·Wᵀ·e + beta·c`, the list indexing W's rows.
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_mv_spikes(
+    stream: *mut evs_stream,
+    op: evs_op,
+    alpha: f64,
+    w: *const evs_dense,
+    spike_indices: *const evs_dense,
+    spike_count: *const evs_dense,
+    beta: f64,
+    c: *mut evs_dense,
+) -> evs_status {
+    guard(|| {
+        let (op, list) = (Op::from_raw(op)?, spike_list(spike_indices, spike_count)?);
+        ops::dense_mv_spikes(get("stream", stream)?, op, alpha, get("W", w)?, list, beta, get("c", c)?)
+    })
+}
+
+/// CSR plasticity on a spike list, its handles looked up.
+#[allow(clippy::too_many_arguments)]
+unsafe fn csr_plasticity_spikes(
+    stream: *mut evs_stream,
+    post: bool,
+    a: *mut evs_csr,
+    indices: *const evs_dense,
+    count: *const evs_dense,
+    trace: (&str, *const evs_dense),
+    lo: f64,
+    hi: f64,
+) -> crate::error::Result<()> {
+    let (s, a, list) = (get("stream", stream)?, get("A", a)?, spike_list(indices, count)?);
+    ops::csr_plasticity(s, post, a, Spikes::List(list), get(trace.0, trace.1)?, lo, hi)
+}
+
+/// Dense plasticity on a spike list, its handles looked up.
+#[allow(clippy::too_many_arguments)]
+unsafe fn dense_plasticity_spikes(
+    stream: *mut evs_stream,
+    post: bool,
+    w: *mut evs_dense,
+    indices: *const evs_dense,
+    count: *const evs_dense,
+    trace: (&str, *const evs_dense),
+    lo: f64,
+    hi: f64,
+) -> crate::error::Result<()> {
+    let (s, w, list) = (get("stream", stream)?, get("W", w)?, spike_list(indices, count)?);
+    ops::dense_plasticity(s, post, w, Spikes::List(list), get(trace.0, trace.1)?, lo, hi)
+}
+
+/// `evs_csr_plasticity_pre` with the active pre-neurons as a spike list (as for
+/// `evs_spmv_spikes`). A neuron listed twice may have its update applied once or twice on the
+/// GPU (once per occurrence on the CPU); lists from `evs_compact_events` hold each once.
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_plasticity_pre_spikes(
+    stream: *mut evs_stream,
+    a: *mut evs_csr,
+    spike_indices: *const evs_dense,
+    spike_count: *const evs_dense,
+    post_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| {
+        csr_plasticity_spikes(stream, false, a, spike_indices, spike_count, ("post_trace", post_trace), w_min, w_max)
+    })
+}
+
+/// `evs_csr_plasticity_post` with the active post-neurons as a spike list (as for
+/// `evs_csr_plasticity_pre_spikes`).
+#[no_mangle]
+pub unsafe extern "C" fn evs_csr_plasticity_post_spikes(
+    stream: *mut evs_stream,
+    a: *mut evs_csr,
+    spike_indices: *const evs_dense,
+    spike_count: *const evs_dense,
+    pre_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| csr_plasticity_spikes(stream, true, a, spike_indices, spike_count, ("pre_trace", pre_trace), w_min, w_max))
+}
+
+/// `evs_dense_plasticity_pre` with the active pre-neurons as a spike list (as for
+/// `evs_csr_plasticity_pre_spikes`).
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_plasticity_pre_spikes(
+    stream: *mut evs_stream,
+    w: *mut evs_dense,
+    spike_indices: *const evs_dense,
+    spike_count: *const evs_dense,
+    post_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| {
+        dense_plasticity_spikes(stream, false, w, spike_indices, spike_count, ("post_trace", post_trace), w_min, w_max)
+    })
+}
+
+/// `evs_dense_plasticity_post` with the active post-neurons as a spike list (as for
+/// `evs_csr_plasticity_pre_spikes`).
+#[no_mangle]
+pub unsafe extern "C" fn evs_dense_plasticity_post_spikes(
+    stream: *mut evs_stream,
+    w: *mut evs_dense,
+    spike_indices: *const evs_dense,
+    spike_count: *const evs_dense,
+    pre_trace: *const evs_dense,
+    w_min: f64,
+    w_max: f64,
+) -> evs_status {
+    guard(|| {
+        dense_plasticity_spikes(stream, true, w, spike_indices, spike_count, ("pre_trace", pre_trace), w_min, w_max)
     })
 }
