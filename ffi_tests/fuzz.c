@@ -6,7 +6,9 @@
  * two CPU contexts: one whose plans choose freely, one forced to the plain reference. Both
  * must return the same status; an accepted call must give the same result within rounding;
  * a rejected one must leave its output untouched. The other rounds do the same with dense
- * mv / mm (W times events or floats).
+ * mv / mm (W times events or floats). A third of the vector rounds pass a spike list instead
+ * (evs_spmv_spikes, evs_dense_mv_spikes: repeated indices, garbage past the count, sometimes
+ * an index out of range or a count outside [0, capacity], which both sides must reject).
  *
  *   fuzz [seconds [seed]]   (seconds of CPU time, default 10; seed default fresh, printed so that
  *                            a failure can be replayed)
@@ -104,6 +106,34 @@ static double get(evs_dtype t, const void *buf, int64_t i) {
     return t == EVS_DTYPE_F64 ? ((const double *)buf)[i] : ((const float *)buf)[i];
 }
 
+/* A spike list over `neurons` as the host arrays to wrap, sometimes broken on purpose. */
+typedef struct {
+    int32_t *indices, count;
+    int64_t capacity;
+} List;
+
+static List spike_list(int64_t neurons) {
+    List l;
+    l.capacity = below(neurons + 3);
+    l.indices = malloc(sizeof(int32_t) * (size_t)(l.capacity + 1));
+    l.count = (int32_t)below(l.capacity + 1);
+    for (int64_t i = 0; i < l.capacity; i++) /* repeats allowed; past the count, garbage */
+        l.indices[i] = i < l.count ? (int32_t)below(neurons) : (int32_t)(below(3) ? -5 : neurons + 9);
+    switch (below(12)) {
+    case 0: if (l.count > 0) l.indices[below(l.count)] = below(2) ? -1 : (int32_t)(neurons + below(3)); break;
+    case 1: l.count = (int32_t)(l.capacity + 1 + below(3)); break;
+    case 2: l.count = (int32_t)(-1 - below(3)); break;
+    }
+    return l;
+}
+
+/* Wraps a spike list's two arrays. */
+static void wrap_list(struct evs_context *ctx, List *l, struct evs_dense **hi, struct evs_dense **hn) {
+    if (evs_dense_wrap_vector(ctx, EVS_DTYPE_I32, l->capacity, l->indices, hi) ||
+        evs_dense_wrap_vector(ctx, EVS_DTYPE_I32, 1, &l->count, hn))
+        FAIL("wrap list: %s", evs_last_error());
+}
+
 /* The output of a round: its start value, one copy per side. */
 typedef struct {
     evs_dtype t;
@@ -165,6 +195,8 @@ static void round_sparse(Side fast, Side ref) {
     int homo = (int)below(2), op = (int)below(2), events = (int)below(2), vector = (int)below(2);
     int64_t n = vector ? 1 : 1 + below(20);
     int64_t rows_in = op == EVS_OP_N ? p.k : p.m, rows_out = op == EVS_OP_N ? p.m : p.k;
+    int spikes = vector && below(3) == 0;
+    List l = spike_list(rows_in);
     if (below(12) == 0) rows_in += 1; /* a wrong shape */
     evs_dtype xt = events ? (below(2) ? EVS_DTYPE_BOOL : t) : t;
     if (below(12) == 0) xt = xt == EVS_DTYPE_F32 ? EVS_DTYPE_F64 : EVS_DTYPE_F32; /* a wrong dtype */
@@ -184,18 +216,22 @@ static void round_sparse(Side fast, Side ref) {
             continue;
         }
         if (p.broken) FAIL("csr_create accepted a broken matrix");
+        struct evs_dense *hi = NULL, *hn = NULL;
         wrap_io(sides[s].ctx, vector, xt, x, rows_in, &y, s, rows_out, n, &hx, &hy);
-        status[s] = vector ? evs_spmv(sides[s].st, op, events, alpha, a, hx, beta, hy)
-                           : evs_spmm(sides[s].st, op, events, alpha, a, hx, beta, hy);
+        wrap_list(sides[s].ctx, &l, &hi, &hn);
+        if (spikes) status[s] = evs_spmv_spikes(sides[s].st, op, alpha, a, hi, hn, beta, hy);
+        else if (vector) status[s] = evs_spmv(sides[s].st, op, events, alpha, a, hx, beta, hy);
+        else status[s] = evs_spmm(sides[s].st, op, events, alpha, a, hx, beta, hy);
         expect_message(status[s]);
         evs_stream_synchronize(sides[s].st);
-        evs_dense_destroy(hx), evs_dense_destroy(hy), evs_csr_destroy(a);
+        evs_dense_destroy(hx), evs_dense_destroy(hy), evs_dense_destroy(hi), evs_dense_destroy(hn);
+        evs_csr_destroy(a);
     }
     char types[32], what[96];
-    snprintf(what, sizeof what, "spmm %s n=%lld %lldx%lld", type_names(op, events, t, types, sizeof types),
-             (long long)n, (long long)p.m, (long long)p.k);
+    snprintf(what, sizeof what, "%s %s n=%lld %lldx%lld", spikes ? "spmv spike list" : "spmm",
+             type_names(op, events, t, types, sizeof types), (long long)n, (long long)p.m, (long long)p.k);
     compare(what, status, &y, rounding(t));
-    free(w), free(x), free(p.indptr), free(p.indices);
+    free(w), free(x), free(p.indptr), free(p.indices), free(l.indices);
 }
 
 /* One round of dense mv / mm (N: C = W·S with W m x k; T: C = Wᵀ·S with W k x m), whose CPU
@@ -206,6 +242,8 @@ static void round_dense(Side fast, Side ref) {
     int64_t size = below(8) == 0 ? 300 : 30;
     int64_t m = below(size), k = below(size), n = vector ? 1 : 1 + below(20);
     int64_t w_rows = op == EVS_OP_N ? m : k, w_cols = op == EVS_OP_N ? k : m, s_rows = k;
+    int spikes = vector && below(3) == 0;
+    List l = spike_list(k);
     if (below(12) == 0) s_rows += 1; /* a wrong shape */
     evs_dtype st = events ? (below(2) ? EVS_DTYPE_BOOL : t) : t;
     void *w = values(t, w_rows * w_cols, 0), *x = values(st, s_rows * n, events);
@@ -217,19 +255,23 @@ static void round_dense(Side fast, Side ref) {
         struct evs_dense *hw = NULL, *hs = NULL, *hc = NULL;
         if (evs_dense_wrap_matrix(sides[s].ctx, t, w_rows, w_cols, w_cols > 0 ? w_cols : 1, w, &hw))
             FAIL("wrap W: %s", evs_last_error());
+        struct evs_dense *hi = NULL, *hn = NULL;
         wrap_io(sides[s].ctx, vector, st, x, s_rows, &c, s, m, n, &hs, &hc);
-        status[s] = vector ? evs_dense_mv(sides[s].st, op, events, alpha, hw, hs, beta, hc)
-                           : evs_dense_mm(sides[s].st, op, events, alpha, hw, hs, beta, hc);
+        wrap_list(sides[s].ctx, &l, &hi, &hn);
+        if (spikes) status[s] = evs_dense_mv_spikes(sides[s].st, op, alpha, hw, hi, hn, beta, hc);
+        else if (vector) status[s] = evs_dense_mv(sides[s].st, op, events, alpha, hw, hs, beta, hc);
+        else status[s] = evs_dense_mm(sides[s].st, op, events, alpha, hw, hs, beta, hc);
         expect_message(status[s]);
         evs_stream_synchronize(sides[s].st);
         evs_dense_destroy(hw), evs_dense_destroy(hs), evs_dense_destroy(hc);
+        evs_dense_destroy(hi), evs_dense_destroy(hn);
     }
     char types[32], what[96];
-    snprintf(what, sizeof what, "dense %s n=%lld W %lldx%lld", type_names(op, events, t, types, sizeof types),
-             (long long)n, (long long)w_rows, (long long)w_cols);
+    snprintf(what, sizeof what, "dense%s %s n=%lld W %lldx%lld", spikes ? " spike list" : "",
+             type_names(op, events, t, types, sizeof types), (long long)n, (long long)w_rows, (long long)w_cols);
     /* sums of up to 300 products: the GEMM path may add in another order */
     compare(what, status, &c, rounding(t) * (1.0 + (double)k / 16));
-    free(w), free(x);
+    free(w), free(x), free(l.indices);
 }
 
 int main(int argc, char **argv) {

@@ -110,22 +110,26 @@ const WARP_LINES: u64 = 32;
 /// Blocks per SM at most (their warps stride over the candidates beyond).
 const LINE_BLOCKS_PER_SM: u64 = 8;
 
-/// y = beta·y over `len` elements of `dtype` (skipped when beta = 1): the pass before a
-/// scatter's atomics.
-fn scale_output(s: &Stream, args: &Args, len: usize, dtype: DType) -> Result<()> {
+/// y = beta·y over `rows` x `cols` elements of `dtype` (skipped when beta = 1): the pass before
+/// a scatter's atomics. beta = 0 on a contiguous y is a memset (a memset node in a graph):
+/// 1 µs faster than the scaling kernel on 400,000 outputs (bench/NOTES.md, "Spike lists").
+fn scale_output(s: &Stream, args: &Args, (rows, cols): (usize, usize), dtype: DType) -> Result<()> {
     if args.beta == 1.0 {
         return Ok(());
     }
     let (gpu, stream) = parts(s)?;
-    let scale = Args { m: len as i64, n: 1, ..*args };
-    gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, len as u64), &scale)
+    if args.beta == 0.0 && (args.ldy as usize == cols || rows <= 1) {
+        return zero_device(gpu, stream, args.y, rows * cols * dtype.size());
+    }
+    let scale = Args { m: rows as i64, n: cols as i64, ..*args };
+    gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, (rows * cols) as u64), &scale)
 }
 
 /// One event-driven launch over the live lines among `lines` candidates, adding into `y`
 /// (`len` elements of `dtype`) after scaling it by beta.
 fn active_lines(s: &Stream, function: Function, args: Args, lines: usize, len: usize, dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    scale_output(s, &args, len, dtype)?;
+    scale_output(s, &args, (len, 1), dtype)?;
     let block_lines = WARP_LINES * (LINES_THREADS / 32) as u64;
     let blocks = (lines as u64).div_ceil(block_lines).min(gpu.multiprocessors as u64 * LINE_BLOCKS_PER_SM);
     gpu.launch(stream, function, Grid::new((blocks, 1), (LINES_THREADS, 1)), &Args { lines: lines as i64, ..args })
@@ -186,15 +190,12 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
     match alg {
         SpmmT::Reference => Err(cpu_only(alg)),
         SpmmT::RowWarpScatter => {
-            scale_output(s, &args, a.k, a.dtype)?;
+            scale_output(s, &args, (a.k, 1), a.dtype)?;
             gpu.launch(stream, gpu.kernel(SPMV_ROW_WARP_SCATTER, t, input)?, Grid::warps(a.m as u64), &args)
         }
         SpmmT::Scatter if vector => active_lines(s, gpu.kernel(SPMV_SCATTER, t, input)?, args, a.m, a.k, a.dtype),
         SpmmT::Scatter => {
-            if args.beta != 1.0 {
-                let out = Args { m: a.k as i64, ..args };
-                gpu.launch(stream, gpu.kernel(SCALE, t, None)?, Grid::strided(gpu, (a.k * n) as u64), &out)?;
-            }
+            scale_output(s, &args, (a.k, n), a.dtype)?;
             let grid = Grid::warps_by_columns(a.m as u64, n as u64, 32);
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
@@ -214,7 +215,7 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
         Op::N => (SPMV_CSC_SCATTER, with_csc(s, a, args)?),
         Op::T => (SPMV_ROW_WARP_SCATTER, args),
     };
-    scale_output(s, &args, y.rows, a.dtype)?;
+    scale_output(s, &args, (y.rows, 1), a.dtype)?;
     let function = gpu.kernel(family, Some(a.dtype), Some(DType::I32))?;
     gpu.launch(stream, function, list_warps(gpu, list), &args)
 }
@@ -481,6 +482,23 @@ pub fn csr_to_csc(s: &Stream, a: &Csr, colptr: &Dense, rowind: &Dense, perm: &De
     copy_ints(colptr, csc.colptr.addr(), a.k + 1)?;
     copy_device(gpu, stream, rowind.buf.addr(), csc.rowind.addr(), a.nnz * 4)?;
     copy_ints(perm, csc.perm.addr(), a.nnz)
+}
+
+/// Zeroes `bytes` bytes of device memory in stream order (every float dtype's +0 is all zero bits).
+fn zero_device(gpu: &super::Gpu, stream: sys::CUstream, dst: u64, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let _scope = gpu.enter()?;
+    // SAFETY: dst holds `bytes` bytes (the checked output); word-aligned sizes clear by words.
+    let r = unsafe {
+        if bytes % 4 == 0 && dst % 4 == 0 {
+            sys::cuMemsetD32Async(dst, 0, bytes / 4, stream)
+        } else {
+            sys::cuMemsetD8Async(dst, 0, bytes, stream)
+        }
+    };
+    check(r, "zeroing the output")
 }
 
 fn copy_device(gpu: &super::Gpu, stream: sys::CUstream, dst: u64, src: u64, bytes: usize) -> Result<()> {
