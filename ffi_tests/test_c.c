@@ -1563,8 +1563,49 @@ static void test_spike_list_errors(void) {
     OK(evs_context_destroy(other));
 }
 
+/* The plan a spike list runs (evs_last_plan) and forced plans that cannot take a list. */
+static void test_spike_list_plans(void) {
+    Csr a = csr_random(EVS_DTYPE_F32, 0, EVS_DTYPE_I32, 6);
+    const int32_t first = 0, one = 1;
+    evs_dense *idx, *cnt, *ym, *yk;
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 1, &idx));
+    OK(evs_dense_copy_from_host(st, idx, &first, 1));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_I32, 1, &cnt));
+    OK(evs_dense_copy_from_host(st, cnt, &one, 1));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, a.m, &ym));
+    OK(evs_dense_create_vector(ctx, EVS_DTYPE_F32, a.k, &yk));
+    static const struct {
+        const char *force, *gpu, *cpu; /* the plan that runs, or NULL: EVS_ERROR_NOT_SUPPORTED */
+        evs_op op;
+    } cases[] = {
+        {"spmm_t:auto", "spmm_t:row_warp_scatter", "spmm_t:scatter", EVS_OP_T},
+        {"spmm_n:auto", "spmm_n:csc_scatter", "spmm_n:csc_scatter", EVS_OP_N},
+        {"spmm_t:reference", NULL, "spmm_t:reference", EVS_OP_T},
+        {"spmm_t:csc_gather", NULL, NULL, EVS_OP_T},
+        {"spmm_n:warp_per_row", NULL, NULL, EVS_OP_N},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const char *want = is_cpu ? cases[c].cpu : cases[c].gpu;
+        OK(evs_context_set_algorithm(ctx, cases[c].force));
+        evs_dense *y = cases[c].op == EVS_OP_N ? ym : yk;
+        evs_status got = evs_spmv_spikes(st, cases[c].op, 1, a.h, idx, cnt, 0, y);
+        if (want) {
+            CHECK(got == EVS_SUCCESS && strcmp(evs_last_plan(), want) == 0, "forced %s: %s, plan %s, expected %s",
+                  cases[c].force, evs_status_string(got), evs_last_plan(), want);
+        } else {
+            CHECK(got == EVS_ERROR_NOT_SUPPORTED, "forced %s: %s", cases[c].force, evs_status_string(got));
+        }
+        OK(evs_context_set_algorithm(ctx, cases[c].op == EVS_OP_N ? "spmm_n:auto" : "spmm_t:auto"));
+    }
+    OK(evs_stream_synchronize(st));
+    evs_dense *all[] = {idx, cnt, ym, yk};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) OK(evs_dense_destroy(all[i]));
+    csr_free(&a);
+}
+
 static void test_spike_lists(void) {
     test_spike_list_errors();
+    test_spike_list_plans();
     for (int r = 0; r < rounds; r++)
         for (int ti = 0; ti < 4; ti++)
             for (int k = 0; k <= 1; k++) {
