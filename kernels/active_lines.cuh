@@ -60,15 +60,16 @@ template <class Source, class Walk, class Work> __device__ void active_lines(con
 }
 
 // A warp per live line: per candidate line of an input vector (a silent line exits after one
-// load) or per listed line of a spike list (common.cuh, Inputs), its lanes striding over the
-// line's entries. More live lines are in flight than in active_lines, which long rows and
-// spike lists need (a list has no silent lines to skip, so a warp taking 32 of them walks them
-// in series: 3-8x slower). Loads are not batched as in walk_line: that measured 5-20% slower
-// here (bench/NOTES.md, "Spike lists").
+// load) or per listed line of a spike list, with the grid's warps shared among the listed
+// lines (common.cuh, Inputs::each_line); lanes stride over the line's entries. More live lines
+// are in flight than in active_lines, which long rows and spike lists need (a list has no
+// silent lines to skip, so a warp taking 32 of them walks them in series: 3-8x slower). Loads
+// are not batched as in walk_line: that measured 5-20% slower here (bench/NOTES.md, "Spike
+// lists").
 template <class In, class Walk, class Work> __device__ void warp_per_line(const Args& a) {
     typedef typename Work::Acc A;
     Work work;
-    Inputs<In>::template each<A>(a, warp_id(), warps_in_grid(), Walk::count(a), [&](int64_t line, A v) {
-        for (int64_t p = Walk::begin(a, line) + lane_id(); p < Walk::end(a, line); p += 32) work.apply(a, work.load(a, p), v);
+    Inputs<In>::template each_line<A>(a, Walk::count(a), [&](int64_t line, A v, int64_t part, int64_t parts) {
+        line_entries(Walk::begin(a, line), Walk::end(a, line), part, parts, [&](int64_t p) { work.apply(a, work.load(a, p), v); });
     });
 }

@@ -102,18 +102,30 @@ __device__ __forceinline__ void input_pair(const In* x, int64_t c, int64_t n, bo
 // outside [0, limit) are skipped, so a bad list never reads or writes out of bounds.
 struct SpikeList {};
 
+// Global index of this warp, this thread's lane and the grid's warps.
+__device__ __forceinline__ int64_t warp_id() { return ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
+__device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
+__device__ __forceinline__ int64_t warps_in_grid() { return ((int64_t)gridDim.x * blockDim.x) >> 5; }
+
 __device__ __forceinline__ int64_t listed(const Args& a) {
     const int64_t count = *a.spike_count;
     return count < 0 ? 0 : (count > a.lines ? a.lines : count);
 }
 
-// f(r, v) for every live input r < limit among the candidates first, first + stride, ...
+// each: f(r, v) for every live input r < limit among the candidates first, first + stride, ...
+// each_line, for kernels whose warp walks a line: f(r, v, part, parts), the line's entries
+// shared by `parts` warps of which this one is `part` (line_entries). An input vector gives
+// each live line one warp; a spike list shares the grid's warps evenly among the listed lines,
+// so that a few long rows still fill the GPU.
 template <class In> struct Inputs {
     template <class A, class F> __device__ static void each(const Args& a, int64_t first, int64_t stride, int64_t limit, F f) {
         for (int64_t r = first; r < limit; r += stride) {
             const A v = value<A>(((const In*)a.x)[r * a.ldx], a.events);
             if (v != A(0)) f(r, v);
         }
+    }
+    template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
+        each<A>(a, warp_id(), warps_in_grid(), limit, [&](int64_t r, A v) { f(r, v, 0, 1); });
     }
 };
 template <> struct Inputs<SpikeList> {
@@ -124,7 +136,22 @@ template <> struct Inputs<SpikeList> {
             if (r >= 0 && r < limit) f(r, A(1));
         }
     }
+    template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
+        const int64_t count = listed(a), warps = warps_in_grid();
+        const int64_t parts = count > 0 && warps > count ? warps / count : 1;
+        for (int64_t w = warp_id(); w < count * parts; w += warps) {
+            const int64_t r = ((const int*)a.x)[w / parts];
+            if (r >= 0 && r < limit) f(r, A(1), w % parts, parts);
+        }
+    }
 };
+
+// g(p) for the entries p of [begin, end) this lane takes when `parts` warps share them: runs
+// of 32 (one per lane, coalesced), warp `part` taking every parts-th run.
+template <class G>
+__device__ __forceinline__ void line_entries(int64_t begin, int64_t end, int64_t part, int64_t parts, G g) {
+    for (int64_t p = begin + part * 32 + lane_id(); p < end; p += 32 * parts) g(p);
+}
 
 // The CSR row range [begin, end) of row i.
 __device__ __forceinline__ int64_t row_start(const Args& a, int64_t i) {
@@ -178,10 +205,7 @@ __device__ __forceinline__ double warp_sum(double v) {
     return v;
 }
 
-// Global index of this warp and this thread's lane, for one-warp-per-row kernels.
-__device__ __forceinline__ int64_t warp_id() { return ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
-__device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
-__device__ __forceinline__ int64_t warps_in_grid() { return ((int64_t)gridDim.x * blockDim.x) >> 5; }
+
 
 // ---------------------------------------------------------------- instantiation
 // Kernels are C templates instantiated under stable names: <family>_<T> or <family>_<T>_<In>,

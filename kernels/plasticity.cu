@@ -4,13 +4,14 @@
 #include "common.cuh"
 
 // CSR pre: warps over the rows of active pre-neurons (a warp per row of an event vector, whose
-// silent rows exit after one load, or per listed neuron), lanes over the row's entries.
+// silent rows exit after one load; the grid's warps shared among the rows of a spike list),
+// lanes over the row's entries.
 template <class T, class In> __device__ void csr_pre(const Args& a) {
     typedef typename AccOf<T>::type A;
     const T* trace = (const T*)a.aux;
-    Inputs<In>::template each<A>(a, warp_id(), warps_in_grid(), a.m, [&](int64_t i, A) {
-        for (int64_t p = row_start(a, i) + lane_id(); p < row_start(a, i + 1); p += 32)
-            clip_add((T*)a.weights + p, A(to_f(trace[a.indices[p]])), a);
+    Inputs<In>::template each_line<A>(a, a.m, [&](int64_t i, A, int64_t part, int64_t parts) {
+        line_entries(row_start(a, i), row_start(a, i + 1), part, parts,
+                     [&](int64_t p) { clip_add((T*)a.weights + p, A(to_f(trace[a.indices[p]])), a); });
     });
 }
 
@@ -18,9 +19,9 @@ template <class T, class In> __device__ void csr_pre(const Args& a) {
 template <class T, class In> __device__ void csr_post(const Args& a) {
     typedef typename AccOf<T>::type A;
     const T* trace = (const T*)a.aux;
-    Inputs<In>::template each<A>(a, warp_id(), warps_in_grid(), a.k, [&](int64_t c, A) {
-        for (int64_t p = a.colptr[c] + lane_id(); p < a.colptr[c + 1]; p += 32)
-            clip_add((T*)a.weights + a.perm[p], A(to_f(trace[a.rowind[p]])), a);
+    Inputs<In>::template each_line<A>(a, a.k, [&](int64_t c, A, int64_t part, int64_t parts) {
+        line_entries(a.colptr[c], a.colptr[c + 1], part, parts,
+                     [&](int64_t p) { clip_add((T*)a.weights + a.perm[p], A(to_f(trace[a.rowind[p]])), a); });
     });
 }
 
