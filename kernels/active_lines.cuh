@@ -4,8 +4,9 @@
 // 32 lanes walk each live line in turn, ENTRIES_AT_ONCE entries per lane in flight. The grid's
 // warps stride over the candidates, so a silent neuron costs a byte of a coalesced load. Used
 // by spike propagation (sparse.cu, `scatter`); its output is scaled by beta by a launch before
-// (src/cuda/ops.rs). warp_per_line, below, walks the same lines a warp each. bench/probe_events.cu measures this shape against others (bench/NOTES.md,
-// "Active lines").
+// (src/cuda/ops.rs). warp_per_line, below, walks the same lines a warp each (spike lists,
+// long rows, CSR plasticity). bench/probe_events.cu measures these shapes against others
+// (bench/NOTES.md, "Active lines").
 #pragma once
 
 #include "common.cuh"
@@ -23,7 +24,6 @@ template <class In> struct InputLines {
         return v != A(0);
     }
 };
-
 
 // Every entry p of line [begin, end): Work::load for ENTRIES_AT_ONCE entries per lane, then
 // Work::apply with the line's input value v, so that the loads are in flight together.

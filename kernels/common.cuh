@@ -112,6 +112,12 @@ __device__ __forceinline__ int64_t listed(const Args& a) {
     return count < 0 ? 0 : (count > a.lines ? a.lines : count);
 }
 
+// The t-th listed index, or -1 when it lies outside [0, limit) (a bad entry is skipped).
+__device__ __forceinline__ int64_t listed_at(const Args& a, int64_t t, int64_t limit) {
+    const int64_t r = ((const int*)a.x)[t];
+    return r >= 0 && r < limit ? r : -1;
+}
+
 // each: f(r, v) for every live input r < limit among the candidates first, first + stride, ...
 // each_line, for kernels whose warp walks a line: f(r, v, part, parts), the line's entries
 // shared by `parts` warps of which this one is `part` (line_entries). An input vector gives
@@ -132,16 +138,16 @@ template <> struct Inputs<SpikeList> {
     template <class A, class F> __device__ static void each(const Args& a, int64_t first, int64_t stride, int64_t limit, F f) {
         const int64_t count = listed(a);
         for (int64_t t = first; t < count; t += stride) {
-            const int64_t r = ((const int*)a.x)[t];
-            if (r >= 0 && r < limit) f(r, A(1));
+            const int64_t r = listed_at(a, t, limit);
+            if (r >= 0) f(r, A(1));
         }
     }
     template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
         const int64_t count = listed(a), warps = warps_in_grid();
         const int64_t parts = count > 0 && warps > count ? warps / count : 1;
         for (int64_t w = warp_id(); w < count * parts; w += warps) {
-            const int64_t r = ((const int*)a.x)[w / parts];
-            if (r >= 0 && r < limit) f(r, A(1), w % parts, parts);
+            const int64_t r = listed_at(a, w / parts, limit);
+            if (r >= 0) f(r, A(1), w % parts, parts);
         }
     }
 };
@@ -204,8 +210,6 @@ __device__ __forceinline__ double warp_sum(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-
-
 
 // ---------------------------------------------------------------- instantiation
 // Kernels are C templates instantiated under stable names: <family>_<T> or <family>_<T>_<In>,

@@ -95,17 +95,17 @@ fn dense_plasticity_typed<T: Float>(
     hi: f64,
 ) -> Result<()> {
     let active = load_events(spikes)?;
+    if post {
+        // the active post-neurons as a spike list
+        let active_cols: Vec<u32> = (0..w.cols).filter(|&c| active[c]).map(|c| c as u32).collect();
+        return dense_plasticity_listed::<T>(true, w, &active_cols, trace, lo, hi);
+    }
     let tr = packed::<T, T::Acc>(trace, Float::to_acc);
     let clip = Clip::<T::Acc>::new(lo, hi);
-    let active_cols: Vec<usize> = (0..w.cols).filter(|&c| post && active[c]).collect();
     // SAFETY: T is w's dtype; host memory.
     let ws = unsafe { w.slice_mut::<T>() };
-    par_rows_mut(ws, w.ld, w.cols).enumerate().for_each(|(i, row)| {
-        if post {
-            active_cols.iter().for_each(|&c| clip.add(&mut row[c], tr[i]));
-        } else if active[i] {
-            row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
-        }
+    par_rows_mut(ws, w.ld, w.cols).enumerate().filter(|(i, _)| active[*i]).for_each(|(_, row)| {
+        row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
     });
     Ok(())
 }

@@ -237,25 +237,21 @@ fn csr_plasticity_listed<T: Float>(post: bool, a: &Csr, listed: &[u32], trace: &
 
 fn csr_plasticity_typed<T: Float>(post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
     let active = load_events(spikes)?;
+    if post {
+        let an = a.analysis();
+        let active_cols: Vec<u32> = (0..a.k).filter(|&c| active[c]).map(|c| c as u32).collect();
+        let reached: usize = active_cols.iter().map(|&c| an.colptr[c as usize + 1] - an.colptr[c as usize]).sum();
+        if reached * SPARSE_WORK < a.nnz {
+            // Event-driven: the active post-neurons as a spike list, through the CSC mirror.
+            return csr_plasticity_listed::<T>(true, a, &active_cols, trace, lo, hi);
+        }
+    }
     let weights = a.hetero_weights("plasticity")?;
     with_index!(a.index, P => {
         let tr = packed::<T, T::Acc>(trace, Float::to_acc);
         let clip = Clip::<T::Acc>::new(lo, hi);
         // SAFETY: T is the weight dtype, P the index type; host memory.
         let (view, ws) = unsafe { (a.view::<P>(), weights.slice_mut::<T>()) };
-        if post {
-            let an = a.analysis();
-            let active_cols: Vec<usize> = (0..a.k).filter(|&c| active[c]).collect();
-            if active_cols.iter().map(|&c| an.colptr[c + 1] - an.colptr[c]).sum::<usize>() * SPARSE_WORK < a.nnz {
-                // Event-driven: visit the synapses of active post-neurons only, through the CSC mirror.
-                for &c in &active_cols {
-                    for p in an.colptr[c]..an.colptr[c + 1] {
-                        clip.add(&mut ws[an.perm[p]], tr[an.rowind[p] as usize]);
-                    }
-                }
-                return Ok(());
-            }
-        }
         let cols = &view.indices;
         let starts: Vec<usize> = (0..view.m).map(|i| view.row(i).start).collect();
         weight_rows(&view, ws).into_par_iter().with_min_len(MIN_ROWS_PER_TASK).enumerate().for_each(|(i, row)| {

@@ -273,23 +273,53 @@ pub fn dense_mm(
     beta: f64,
     c: &Dense,
 ) -> Result<()> {
+    let input =
+        Args { x: x.buf.addr(), ldx: x.ld as i64, events: (kind == InputKind::Events) as i64, ..Args::default() };
+    launch_dense(s, alg, transposed, alpha, w, beta, c, (input, x.rows, x.dtype))
+}
+
+/// Dense mv on a spike list: N, a warp per output row over the listed columns of W; T, blocks
+/// of 32 output columns whose warps share the listed rows (the kernels of `dense_mm`).
+pub fn dense_mv_spikes(
+    s: &Stream,
+    alg: DenseMm,
+    alpha: f64,
+    w: &Dense,
+    list: SpikeList,
+    beta: f64,
+    c: &Dense,
+) -> Result<()> {
+    let transposed = alg == DenseMm::MvColumnBlocks;
+    let neurons = if transposed { w.rows } else { w.cols };
+    launch_dense(s, alg, transposed, alpha, w, beta, c, (list_args(list, Args::default()), neurons, DType::I32))
+}
+
+/// The launch of a dense product whose input is in `input`: its arguments (an array, or a
+/// spike list), its rows (k) and the dtype its kernels are named for.
+#[allow(clippy::too_many_arguments)]
+fn launch_dense(
+    s: &Stream,
+    alg: DenseMm,
+    transposed: bool,
+    alpha: f64,
+    w: &Dense,
+    beta: f64,
+    c: &Dense,
+    (input, k, input_dtype): (Args, usize, DType),
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let args = Args {
         aux: w.buf.addr(),
         ldaux: w.ld as i64,
-        x: x.buf.addr(),
-        ldx: x.ld as i64,
         y: c.buf.addr(),
         ldy: c.ld as i64,
         m: c.rows as i64,
-        k: x.rows as i64,
+        k: k as i64,
         n: c.cols as i64,
-        events: (kind == InputKind::Events) as i64,
         alpha,
         beta,
-        ..Args::default()
+        ..input
     };
-    let (t, input) = (Some(w.dtype), Some(x.dtype));
     let (m, n) = (c.rows as u64, c.cols as u64);
     let (family, grid) = match alg {
         DenseMm::InputNonzeros | DenseMm::Gemm | DenseMm::Reference => return Err(cpu_only(alg)),
@@ -300,41 +330,7 @@ pub fn dense_mm(
             (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)))
         }
     };
-    gpu.launch(stream, gpu.kernel(family, t, input)?, grid, &args)
-}
-
-/// Dense mv on a spike list: N, a warp per output row over the listed columns of W; T, blocks
-/// of 32 output columns whose warps share the listed rows.
-pub fn dense_mv_spikes(
-    s: &Stream,
-    alg: DenseMm,
-    alpha: f64,
-    w: &Dense,
-    list: SpikeList,
-    beta: f64,
-    c: &Dense,
-) -> Result<()> {
-    let (gpu, stream) = parts(s)?;
-    let n_form = alg == DenseMm::MvRowWarp;
-    let args = Args {
-        aux: w.buf.addr(),
-        ldaux: w.ld as i64,
-        y: c.buf.addr(),
-        ldy: c.ld as i64,
-        m: c.rows as i64,
-        k: if n_form { w.cols } else { w.rows } as i64,
-        n: 1,
-        alpha,
-        beta,
-        ..Args::default()
-    };
-    let m = c.rows as u64;
-    let (family, grid) = match alg {
-        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::warps(m)),
-        DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
-        _ => return Err(cpu_only(alg)),
-    };
-    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(DType::I32))?, grid, &list_args(list, args))
+    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input_dtype))?, grid, &args)
 }
 
 /// CSR plasticity: pre walks the rows of active pre-neurons, post the CSC columns of active
