@@ -402,14 +402,19 @@ def bench_spmv_events(evs, tab, quick):
     Bf = B.float()
     colptr, rowind, order = transpose(m, m, crow, col)
     AtT = torch.sparse_csr_tensor(colptr, rowind, w[order], (m, m))
+    homo = evs.csr(m, m, crow, col, None, 0.5)
     for op, family, base_a, what in [(OP_N, "spmm_n", At, "N"), (OP_T, "spmm_t", AtT, "T")]:
-        ref = base_a @ Bf
-        ours = measure(evs, family, lambda: evs.call("evs_spmm", evs.stream, op, EVENTS, 1.0, a, hb, 0.0, hc),
-                       lambda plan: check(f"spmm {what} events {plan}", Cm, ref), graph=True)
-        tab.add(f"spmm {what} events {m}² ×{per_row}/row, B {m}×128 bool 10% active", ours,
-                "torch CSR @ float B (cuSPARSE)", timed(lambda: base_a @ Bf),
-                csr_bytes(m, col.numel()) + B.numel() + 4 * Cm.numel())
+        for ours_a, scale, weights in [(a, 1.0, "hetero"), (homo, 0.5, "homo")]:
+            ones = torch.sparse_csr_tensor(base_a.crow_indices(), base_a.col_indices(), torch.ones_like(w), (m, m))
+            ref = (base_a @ Bf) if weights == "hetero" else scale * (ones @ Bf)
+            ours = measure(evs, family,
+                           lambda: evs.call("evs_spmm", evs.stream, op, EVENTS, 1.0, ours_a, hb, 0.0, hc),
+                           lambda plan: check(f"spmm {what} events {weights} {plan}", Cm, ref), graph=True)
+            tab.add(f"spmm {what} events {m}² ×{per_row}/row, B {m}×128 bool 10% active, {weights}", ours,
+                    "torch CSR @ float B (cuSPARSE)", timed(lambda: base_a @ Bf),
+                    csr_bytes(m, col.numel(), weights == "hetero") + B.numel() + 4 * Cm.numel())
     evs.call("evs_csr_destroy", a)
+    evs.call("evs_csr_destroy", homo)
     # event compaction of 500,000 neurons at 0.4 %
     n = 500_000
     spikes = torch.rand(n, device="cuda") < 0.004

@@ -11,6 +11,8 @@
 //      row_warp_scatter (f32/f64, n = 1) a warp per row (active_lines.cuh, warp_per_line), for
 //                       long rows, and a warp per listed row of a spike list
 //   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror
+//   N and T on events, n > 1: event_bits, B's events packed to bits, then a warp per output
+//                       line and 128 columns, half-warps on alternate entries
 #include "active_lines.cuh"
 
 // ---------------------------------------------------------------- shapes
@@ -271,6 +273,89 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
         if (v != A(0)) atomicAdd((T*)a.y + (int64_t)a.indices[p] * a.ldy + c, scaled * weight<T, A>(a, p));
 }
 
+// ---------------------------------------------------------------- spmm on events
+// B's events as bits: pack_events writes each row of B as BITS_WORDS 32-bit words per 128
+// columns (bit b of word w: column 32w + b) into the stream's scratch (a.aux, a.ldaux words per
+// row). Then bits_mm: a warp per (output line, 128 columns). Each batch of 32 entries, lane e
+// loads entry e's source, weight and 16 bytes of bits (32 loads in flight) into a shared stage;
+// then the warp's halves take alternate entries, lane l of a half reading byte l of the entry's
+// bits (columns 8l .. 8l + 7) and adding the weight where a bit is set: 7.5 instructions per
+// entry and 128 columns, no atomics, the same sum order every run (bench/NOTES.md, "spmm on
+// events").
+#define BITS_COLS 128
+#define BITS_WORDS 4
+
+// A warp per (row of B, 128 columns): lane l makes the nibble of columns 4l .. 4l + 3, and
+// eight lanes OR theirs into a word. a.lines rows of B, a.n columns.
+template <class In> __device__ void pack_events(const Args& a) {
+    const int64_t tiles = a.ldaux / BITS_WORDS, w = warp_id();
+    if (w >= a.lines * tiles) return;  // whole warps
+    const int lane = lane_id();
+    const int64_t row = w / tiles, c = (w % tiles) * BITS_COLS + 4 * lane;
+    const In* x = (const In*)a.x + row * a.ldx;
+    unsigned word = 0;
+    for (int u = 0; u < 4; u++) word |= (unsigned)(c + u < a.n && active(x[c + u])) << (4 * (lane & 7) + u);
+    for (int o = 1; o < 8; o <<= 1) word |= __shfl_xor_sync(0xffffffffu, word, o);
+    if ((lane & 7) == 0) ((unsigned*)a.y)[row * a.ldaux + c / 32] = word;
+}
+
+// One batch of entries [base, base + count) of a line into the stage: lane e's source row's
+// bits of this warp's 128 columns, and (hetero) its weight, returned; zero past the batch.
+template <class T, class Walk, class A>
+__device__ __forceinline__ A stage_batch(const Args& a, int64_t base, int count, uint4* stage) {
+    const int lane = lane_id();
+    A w = 0;
+    uint4 bits = make_uint4(0, 0, 0, 0);
+    if (lane < count) {
+        const int64_t p = base + lane;
+        if (a.weights) w = weight<T, A>(a, Walk::entry(a, p));
+        bits = __ldg((const uint4*)((const unsigned*)a.aux + Walk::source(a, p) * a.ldaux) + blockIdx.y);
+    }
+    __syncwarp();  // the previous batch's reads are done
+    stage[lane] = bits;
+    __syncwarp();
+    return w;
+}
+
+template <class T, class Walk, bool HOMO> __device__ void bits_line(const Args& a, int64_t i, uint4* stage) {
+    typedef typename AccOf<T>::type A;
+    const int half = lane_id() >> 4, byte = lane_id() & 15;
+    const u8* my_bytes = (const u8*)stage + 16 * half + byte;
+    A acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    // entry e + half of the stage: its byte's set bits add the entry's weight
+    auto step = [&](int e, A w) {
+        const A we = HOMO ? A(a.homo) : __shfl_sync(0xffffffffu, w, e + half);
+        const unsigned v = my_bytes[16 * e];
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (v & (1u << u)) acc[u] += we;
+    };
+    const int64_t end = Walk::end(a, i);
+    for (int64_t base = Walk::begin(a, i); base < end; base += 32) {
+        const int count = (int)min((int64_t)32, end - base);
+        const A w = stage_batch<T, Walk, A>(a, base, count, stage);
+        if (count == 32) {
+#pragma unroll
+            for (int e = 0; e < 32; e += 2) step(e, w);
+        } else {
+            for (int e = 0; e < count; e += 2) step(e, w);  // e + half <= count < 32 reads a zero slot
+        }
+    }
+    for (int u = 0; u < 8; u++) acc[u] += __shfl_xor_sync(0xffffffffu, acc[u], 16);
+    const int64_t c0 = (int64_t)blockIdx.y * BITS_COLS + 8 * byte;
+    if (half == 0)
+        for (int u = 0; u < 8 && c0 + u < a.n; u++) blend((T*)a.y + i * a.ldy + c0 + u, acc[u], a);
+}
+
+template <class T, class Walk> __device__ void bits_mm(const Args& a) {
+    __shared__ uint4 stage[BLOCK_WARPS][32];
+    const int warp = threadIdx.x / 32;
+    const int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + warp;
+    if (i >= Walk::count(a)) return;  // whole warps
+    if (a.weights) bits_line<T, Walk, false>(a, i, stage[warp]);
+    else bits_line<T, Walk, true>(a, i, stage[warp]);
+}
+
 #define KERNEL(name, body) extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) name(Args a) { body(a); }
 #define GATHER(T, TN, In, InN)                                         \
     KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
@@ -295,6 +380,13 @@ EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, double, f64)
 // N on spike lists: a warp per listed column, along the CSC mirror.
 KERNEL(spmv_csc_scatter_f32_i32, (warp_per_line<SpikeList, CscWalk, AddInto<float, CscWalk>>))
 KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<double, CscWalk>>))
+
+#define BITS(T, TN)                                       \
+    KERNEL(spmm_n_bits_##TN, (bits_mm<T, CsrWalk>)) \
+    KERNEL(spmm_t_bits_##TN, (bits_mm<T, CscWalk>))
+EVS_FOR_FLOATS(BITS)
+#define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)
+PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64)
 
 #define SCALE(T, TN) KERNEL(scale_##TN, scale<T>)
 EVS_FOR_FLOATS(SCALE)

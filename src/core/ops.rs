@@ -115,15 +115,20 @@ pub fn spmm(
     match (&s.ctx.backend, op) {
         (Backend::Cpu(_), _) => cpu::spmm(s, op, &product),
         (Backend::Cuda(_), Op::N) => {
-            let chosen = plan::choose_spmm_n(&profile.stats, y.cols, &s.ctx.device_info());
-            // the GPU's csc_scatter reads spike lists only
-            let alg = gpu_plan(s, chosen, |alg| alg != plan::SpmmN::CscScatter)?;
+            let chosen = plan::choose_spmm_n(&profile.stats, y.cols, kind, &s.ctx.device_info());
+            let fits = |alg| match alg {
+                plan::SpmmN::CscScatter => false, // the GPU's reads spike lists only
+                plan::SpmmN::EventBits => kind == InputKind::Events && !vector,
+                _ => true,
+            };
+            let alg = gpu_plan(s, chosen, fits)?;
             cuda::spmm_n(s, alg, profile, &product)
         }
         (Backend::Cuda(_), Op::T) => {
             let fits = |alg| match alg {
                 plan::SpmmT::Scatter => plan::can_scatter(a.dtype),
                 plan::SpmmT::RowWarpScatter => vector && plan::can_scatter(a.dtype),
+                plan::SpmmT::EventBits => kind == InputKind::Events && !vector,
                 _ => true,
             };
             let alg = gpu_plan(s, plan::choose_spmm_t(&profile.stats, y.cols, a.dtype, kind), fits)?;

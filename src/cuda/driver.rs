@@ -6,7 +6,7 @@ use super::kernels::Kernels;
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUresult};
 use std::ffi::{c_void, CStr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The legacy default stream: work on it waits for (and is waited on by) every blocking stream
 /// of the context. Frees go there, so they wait for the work queued before them.
@@ -333,7 +333,12 @@ pub struct GpuStream {
     gpu: Arc<Gpu>,
     pub raw: sys::CUstream,
     owned: bool,
+    /// Scratch memory of this stream's calls (bytes, memory), newest last; see `scratch`.
+    scratch: Mutex<Vec<(usize, DeviceMemory)>>,
 }
+
+/// The smallest scratch block a stream allocates.
+const SCRATCH_MIN: usize = 1 << 16;
 
 // SAFETY: CUstream handles may be used from any thread.
 unsafe impl Send for GpuStream {}
@@ -345,7 +350,7 @@ impl GpuStream {
         let _scope = gpu.enter()?;
         let mut raw = std::ptr::null_mut();
         check(unsafe { sys::cuStreamCreate(&mut raw, 0) }, "stream")?;
-        Ok(GpuStream { gpu: gpu.clone(), raw, owned: true })
+        Ok(GpuStream { gpu: gpu.clone(), raw, owned: true, scratch: Mutex::default() })
     }
 
     /// The caller's stream, checked to belong to this GPU's context.
@@ -361,12 +366,32 @@ impl GpuStream {
                 )));
             }
         }
-        Ok(GpuStream { gpu: gpu.clone(), raw, owned: false })
+        Ok(GpuStream { gpu: gpu.clone(), raw, owned: false, scratch: Mutex::default() })
     }
 
     pub fn synchronize(&self) -> Result<()> {
         let _scope = self.gpu.enter()?;
         check(unsafe { sys::cuStreamSynchronize(self.raw) }, "stream synchronize")
+    }
+
+    /// The address of at least `bytes` bytes of scratch memory for the next launches on this
+    /// stream (calls on one stream run in order, so they share it). Reused while large enough;
+    /// a larger request allocates a block of twice its size (host-synchronous, as setup is).
+    /// Earlier blocks are kept until the stream is destroyed, so that a graph captured with one
+    /// still runs on valid memory.
+    pub fn scratch(&self, bytes: usize) -> Result<u64> {
+        let mut held = self.scratch.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match held.last() {
+            Some((size, mem)) if *size >= bytes => Ok(mem.ptr),
+            _ if bytes == 0 => Ok(0),
+            _ => {
+                let size = bytes.saturating_mul(2).max(SCRATCH_MIN);
+                let mem = self.gpu.alloc("stream scratch", size)?;
+                let ptr = mem.ptr;
+                held.push((size, mem));
+                Ok(ptr)
+            }
+        }
     }
 }
 

@@ -40,6 +40,14 @@ pub(crate) fn parts(s: &Stream) -> Result<(&Arc<Gpu>, cudarc::driver::sys::CUstr
     }
 }
 
+/// At least `bytes` bytes of the stream's scratch memory (see `GpuStream::scratch`).
+pub(crate) fn scratch(s: &Stream, bytes: usize) -> Result<u64> {
+    match &s.gpu {
+        Some(native) => native.scratch(bytes),
+        None => Err(Error::internal("scratch memory was asked of a stream without a GPU")),
+    }
+}
+
 /// Copies `len` elements of a device buffer to a host vector, waiting for the copy.
 pub(crate) fn download<T: Copy + Default>(s: &Stream, buf: &Buffer, len: usize) -> Result<Vec<T>> {
     let (gpu, stream) = parts(s)?;

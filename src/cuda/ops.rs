@@ -4,7 +4,7 @@
 use super::driver::{check, Function};
 use super::kernels::*;
 use super::launch::{Args, Grid, MAX_GRID_Y, THREADS};
-use super::parts;
+use super::{parts, scratch};
 use crate::core::bsr::Bsr;
 use crate::core::context::Stream;
 use crate::core::csr::{Csr, Profile, Weights};
@@ -154,6 +154,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
             let family = if vector { SPMV_N_WARP } else { SPMM_N_WARP };
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.m, n), &args)
         }
+        SpmmN::EventBits => event_bits(s, SPMM_N_BITS, p, args, a.m),
         SpmmN::LengthClasses => {
             let [thread, warp, block] = profile.class_rows.map(|r| r as u64);
             let warps = THREADS as u64 / 32;
@@ -202,11 +203,44 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             let grid = Grid::warps_by_columns(a.m as u64, n as u64, 32);
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
+        SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc(s, a, args)?, a.k),
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc(s, a, args)?)
         }
     }
+}
+
+/// Columns of C a warp covers in the event-bits kernels, and the 32-bit words of packed
+/// events per row of B they read (kernels/sparse.cu, "spmm on events").
+const BITS_COLS: u64 = 128;
+const BITS_WORDS: u64 = 4;
+
+/// spmm on events in two launches: B's events packed to bits into the stream's scratch, then a
+/// warp per output line (`lines` of them) and 128 columns, blending into C (no beta pass).
+fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (b_rows, n) = (p.x.rows as u64, p.y.cols as u64);
+    let tiles = n.div_ceil(BITS_COLS);
+    let words = tiles * BITS_WORDS;
+    let bits = scratch(s, (b_rows * words * 4) as usize)?;
+    let pack = Args {
+        x: args.x,
+        ldx: args.ldx,
+        y: bits,
+        ldaux: words as i64,
+        lines: b_rows as i64,
+        n: n as i64,
+        ..Args::default()
+    };
+    gpu.launch(stream, gpu.kernel(PACK_EVENTS, Some(p.x.dtype), None)?, Grid::warps(b_rows * tiles), &pack)?;
+    let grid = Grid::warps_by_columns(lines as u64, n, BITS_COLS);
+    gpu.launch(
+        stream,
+        gpu.kernel(family, Some(p.a.dtype), None)?,
+        grid,
+        &Args { aux: bits, ldaux: words as i64, ..args },
+    )
 }
 
 /// spmv on a spike list (f32/f64), a warp per listed line after scaling y by beta: N, the
