@@ -81,20 +81,6 @@ template <class In> __device__ __forceinline__ bool pairs_aligned(const void* x,
     return (uintptr_t)x % sizeof(Pair<In>) == 0 && ld % 2 == 0;
 }
 
-// Inputs c and c + 1 of row x (zero past column n), with one vector load when `paired` (both
-// exist and the row is aligned for it).
-template <class A, class In>
-__device__ __forceinline__ void input_pair(const In* x, int64_t c, int64_t n, bool paired, bool events, A& v0, A& v1) {
-    if (paired) {
-        const Pair<In> p = *(const Pair<In>*)(x + c);
-        v0 = value<A>(p.v[0], events);
-        v1 = value<A>(p.v[1], events);
-    } else {
-        v0 = c < n ? input<A>(x, c, events) : A(0);
-        v1 = c + 1 < n ? input<A>(x, c + 1, events) : A(0);
-    }
-}
-
 // ---------------------------------------------------------------- spike inputs
 // How event-driven kernels visit their live inputs. Inputs<In>: the entries of x (ldx apart),
 // live where non-zero (floats as they are, events as 1). Inputs<SpikeList>: x holds int32

@@ -49,31 +49,56 @@ template <class T, class In> __device__ void thread_row(const Args& a, int64_t i
 }
 
 // A warp's share of entries [begin, end) over 64 columns: lane l owns columns c0 = tile + 2l
-// and c0 + 1, read with one vector load where B's rows are aligned for it (`paired`). Groups
-// of 32 entries, group `first` and then every `stride`-th: the lanes fetch a group's sources
-// and weights (one each, coalesced) and broadcast them by shuffles. (Unrolling the entry loop
-// by 4 or 8 measured no faster on the H100, see bench/NOTES.md.)
-template <class T, class In, class Walk, class A>
-__device__ void warp_columns(const Args& a, int64_t begin, int64_t end, int first, int stride, int64_t c0, A& acc0,
-                             A& acc1) {
+// and c0 + 1. Groups of 32 entries, group `first` and then every `stride`-th: the lanes fetch a
+// group's row offsets into B and weights (one each, coalesced) and broadcast them by shuffles.
+// What is the same for the whole warp is decided once, as template arguments: events or
+// floats, and PAIRED (B's rows aligned for one vector load of two columns, n even). Lanes past
+// column n read in-bounds columns and their sums are dropped (the stores test c < n), so the
+// loop has no branch: 53 instructions per entry before, 12 now (SASS, bench/NOTES.md).
+template <class T, class In, class Walk, bool EVENTS, bool PAIRED, class A>
+__device__ void columns_of(const Args& a, int64_t begin, int64_t end, int first, int stride, int64_t c0, A& acc0,
+                           A& acc1) {
     const int lane = lane_id();
-    const bool paired = pairs_aligned<In>(a.x, a.ldx) && c0 + 1 < a.n;
+    const int64_t last = a.n - 1, col0 = PAIRED ? (c0 < a.n ? c0 : 0) : min(c0, last);
+    const uintptr_t x0 = (uintptr_t)((const In*)a.x + col0), x1 = (uintptr_t)((const In*)a.x + min(c0 + 1, last));
     for (int64_t base = begin + (int64_t)first * 32; base < end; base += (int64_t)stride * 32) {
-        int64_t src = 0;
+        uintptr_t offset = 0;  // bytes from a column of B to that column in the entry's row
         A w = 0;
         if (base + lane < end) {
-            src = Walk::source(a, base + lane);
+            offset = Walk::source(a, base + lane) * a.ldx * sizeof(In);
             w = weight<T, A>(a, Walk::entry(a, base + lane));
         }
         const int count = (int)min((int64_t)32, end - base);
         for (int e = 0; e < count; e++) {
-            const In* x = (const In*)a.x + __shfl_sync(0xffffffffu, src, e) * a.ldx;
+            const uintptr_t row = __shfl_sync(0xffffffffu, (unsigned long long)offset, e);
             const A we = __shfl_sync(0xffffffffu, w, e);
             A v0, v1;
-            input_pair<A>(x, c0, a.n, paired, a.events, v0, v1);
-            if (v0 != A(0)) acc0 += we * v0;
-            if (v1 != A(0)) acc1 += we * v1;
+            if (PAIRED) {
+                const Pair<In> pair = *(const Pair<In>*)(x0 + row);
+                v0 = value<A>(pair.v[0], EVENTS), v1 = value<A>(pair.v[1], EVENTS);
+            } else {
+                v0 = value<A>(*(const In*)(x0 + row), EVENTS), v1 = value<A>(*(const In*)(x1 + row), EVENTS);
+            }
+            if (EVENTS) {  // an inactive event adds nothing, even to an infinite weight
+                if (v0 != A(0)) acc0 += we;
+                if (v1 != A(0)) acc1 += we;
+            } else {
+                acc0 += we * v0, acc1 += we * v1;
+            }
         }
+    }
+}
+
+template <class T, class In, class Walk, class A>
+__device__ void warp_columns(const Args& a, int64_t begin, int64_t end, int first, int stride, int64_t c0, A& acc0,
+                             A& acc1) {
+    const bool paired = pairs_aligned<In>(a.x, a.ldx) && a.n % 2 == 0;
+    if (sizeof(In) == 1 || a.events) {  // bool inputs are always events
+        if (paired) columns_of<T, In, Walk, true, true>(a, begin, end, first, stride, c0, acc0, acc1);
+        else columns_of<T, In, Walk, true, false>(a, begin, end, first, stride, c0, acc0, acc1);
+    } else if constexpr (sizeof(In) > 1) {
+        if (paired) columns_of<T, In, Walk, false, true>(a, begin, end, first, stride, c0, acc0, acc1);
+        else columns_of<T, In, Walk, false, false>(a, begin, end, first, stride, c0, acc0, acc1);
     }
 }
 
