@@ -482,6 +482,13 @@ def bench_dense(evs, tab, quick):
         name = "cuBLAS f32 (TF32 off)" if dt == torch.float32 else "cuBLAS f16"
         nbytes = W.numel() * W.element_size() + S.numel() + Cm.numel() * Cm.element_size()
         tab.add(f"dense event mm N W {m}², S {m}×{n} bool {rate * 100:g}% active, {str(dt)[6:]}", ours, name, base, nbytes)
+        if m == 10000 and n == 100 and rate == 0.01:  # the T form of the f32 and f16 rows: C = Wᵀ·S
+            ref = W.float().t() @ S.float()
+            ours = measure(evs, "dense_mm",
+                           lambda: evs.call("evs_dense_mm", evs.stream, OP_T, EVENTS, 1.0, hw, hs, 0.0, hc),
+                           lambda plan: check(f"dense mm T {plan}", Cm.float(), ref, tol=tol))
+            tab.add(f"dense event mm T W {m}², S {m}×{n} bool {rate * 100:g}% active, {str(dt)[6:]}", ours, name,
+                    timed(lambda: W.t() @ Sf), nbytes)
 
 
 def bench_plasticity(evs, tab, quick):

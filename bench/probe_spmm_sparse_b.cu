@@ -91,6 +91,30 @@ __global__ void halves(Prob p) {
         for (int u = 0; u < 8; u++) p.c[(long)i * p.n + c0 + u] = a[u];
 }
 
+// Dense, a warp per (row, 128 columns), lane l columns 4l .. 4l + 3 (one 16-byte load); row
+// offsets shuffled as bytes.
+__global__ void quads(Prob p) {
+    int i = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (i >= p.m) return;
+    int c0 = blockIdx.y * 128 + 4 * lane;
+    float4 acc = make_float4(0, 0, 0, 0);
+    const char* x = (const char*)(p.b + c0);
+    long b = p.indptr[i], e = p.indptr[i + 1];
+    for (long base = b; base < e; base += 32) {
+        unsigned long long off = 0;
+        float w = 0;
+        if (base + lane < e) off = (unsigned long long)p.indices[base + lane] * p.n * 4, w = p.w[base + lane];
+        int cnt = (int)min(32L, e - base);
+        for (int q = 0; q < cnt; q++) {
+            unsigned long long o = __shfl_sync(~0u, off, q);
+            float we = __shfl_sync(~0u, w, q);
+            float4 v = *(const float4*)(x + o);
+            acc.x += we * v.x, acc.y += we * v.y, acc.z += we * v.z, acc.w += we * v.w;
+        }
+    }
+    *(float4*)(p.c + (long)i * p.n + c0) = acc;
+}
+
 // Compacts each (row of B, 128 columns) to its non-zeros: a warp each, lane l columns 4l .. 4l + 3,
 // a warp scan of the counts.
 __global__ void pack_nonzeros(Prob p) {
@@ -178,7 +202,7 @@ template <class T> T* upload(const std::vector<T>& v) {
 int main() {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    const char* names[] = {"pairs", "halves", "rounds1", "rounds4", "rounds8", "pack_only"};
+    const char* names[] = {"pairs", "halves", "rounds1", "rounds4", "rounds8", "pack_only", "quads"};
     struct Case { int m, per_row, n; double nz; } cases[] = {{10000, 200, 128, 0.10}, {10000, 200, 128, 0.30}, {10000, 200, 128, 1.0}, {10000, 1000, 128, 0.10}};
     printf("%-28s %-10s %10s %10s %8s\n", "case", "variant", "event_us", "graph_us", "maxerr");
     for (auto c : cases) {
@@ -206,12 +230,13 @@ int main() {
         CK(cudaDeviceSynchronize());
         std::vector<float> href((long)m * n), got((long)m * n);
         CK(cudaMemcpy(href.data(), ref, href.size() * 4, cudaMemcpyDeviceToHost));
-        for (int v = 0; v < 6; v++) {
+        for (int v = 0; v < 7; v++) {
             auto call = [&] {
                 dim3 grid((m + 7) / 8, tiles);
                 if (v == 0) pairs<<<dim3((m + 7) / 8, (n + 63) / 64), 256, 0, s>>>(p);
                 if (v == 1) halves<<<grid, 256, 0, s>>>(p);
-                if (v >= 2) pack_nonzeros<<<((long)k * tiles + 7) / 8, 256, 0, s>>>(p);
+                if (v == 6) quads<<<grid, 256, 0, s>>>(p);
+                if (v >= 2 && v <= 5) pack_nonzeros<<<((long)k * tiles + 7) / 8, 256, 0, s>>>(p);
                 if (v == 2) rounds<1><<<grid, 256, 0, s>>>(p);
                 if (v == 3) rounds<4><<<grid, 256, 0, s>>>(p);
                 if (v == 4) rounds<8><<<grid, 256, 0, s>>>(p);

@@ -74,11 +74,179 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
         }
 }
 
+// ---------------------------------------------------------------- mm on events: active lists
+// With n > 1 event columns, only the active (row r of S, column c) pairs cost work: W is read
+// once, and each active pair adds one element of W per output row. list_events writes, per
+// chunk of LIST_CHUNK rows of S and per column c, the count of active rows (int32, a.out2
+// [chunk][n]) and their offsets in the chunk in ascending order (bytes, a.y
+// [chunk][n][LIST_CHUNK]), into the stream's scratch; the products then read the offsets from
+// a.x and the counts from a.out2. N (lists_n): a block stages LIST_ROWS rows of W one chunk at a
+// time in shared memory with the heads of its columns' lists, the next chunk's loads in flight
+// while this one adds; lane l of each warp takes row l and the warp 8 of the block's LIST_COLS
+// columns, adding the staged W[l, r] of each listed r. Blocks of one row strip are adjacent
+// in the grid, so W's strip comes from DRAM once. T (lists_t):
+// a thread per output row i (a column of W), LIST_T_COLS columns per block side by side, adding
+// W[r, i] of each listed r (rows of W read coalesced). Sums run in list order: reproducible.
+#define LIST_CHUNK 128
+#define LIST_ROWS 32
+#define LIST_COLS 64
+#define LIST_T_COLS 8
+
+// A warp per (chunk, 32 columns), 32 x 32 tiles of S: lane j reads row j's 32 events into a
+// mask, 32 ballots turn the rows' masks into the columns' (lane c keeps column c's), and lane c
+// appends the rows whose bits are set.
+template <class In> __device__ void list_events(const Args& a) {
+    const int64_t groups = (a.n + 31) / 32, chunks = (a.k + LIST_CHUNK - 1) / LIST_CHUNK, w = warp_id();
+    if (w >= chunks * groups) return;  // whole warps
+    const int lane = lane_id();
+    const int64_t ch = w / groups, c0 = (w % groups) * 32, c = c0 + lane;
+    u8* rows = (u8*)a.y + (ch * a.n + c) * LIST_CHUNK;  // used where c < n
+    int count = 0;
+    for (int sub = 0; sub < LIST_CHUNK; sub += 32) {
+        const int64_t r = ch * LIST_CHUNK + sub + lane;
+        unsigned mask = 0;  // bit j: column c0 + j of row r is active
+        if (r < a.k) {
+            const In* x = (const In*)a.x + r * a.ldx + c0;
+            for (int j = 0; j < 32 && c0 + j < a.n; j++) mask |= (unsigned)active(x[j]) << j;
+        }
+        unsigned mine = 0;  // bit q: row sub + q is active in column c
+        for (int j = 0; j < 32; j++) {
+            const unsigned column = __ballot_sync(0xffffffffu, (mask >> j) & 1u);
+            if (lane == j) mine = column;
+        }
+        if (c < a.n)
+            for (; mine; mine &= mine - 1) rows[count++] = (u8)(sub + __ffs(mine) - 1);
+    }
+    if (c < a.n) ((int*)a.out2)[ch * a.n + c] = count;
+}
+
+// The listed rows of column c in chunk ch: their count, and their offsets in the chunk (a.x).
+__device__ __forceinline__ int listed_rows(const Args& a, int64_t ch, int64_t c, const u8*& rows) {
+    rows = (const u8*)a.x + (ch * a.n + c) * LIST_CHUNK;
+    return ((const int*)a.out2)[ch * a.n + c];
+}
+
+// This thread's share of the W tile rows i0 .. i0 + LIST_ROWS, columns r0 .. r0 + LIST_CHUNK
+// (zero outside W), as raw 16-byte pieces loaded together so that they are in flight at once:
+// one vector load each where W's rows are 16-byte aligned (`vec`), else element by element.
+template <class T> struct Tile {
+    static constexpr int PER = 16 / sizeof(T), ROW_PIECES = LIST_CHUNK / PER;
+    static constexpr int PIECES = LIST_ROWS * ROW_PIECES / 256;
+    uint4 v[PIECES];
+
+    __device__ void load(const Args& a, int64_t i0, int64_t r0, bool vec) {
+#pragma unroll
+        for (int u = 0; u < PIECES; u++) {
+            const int e = threadIdx.x + 256 * u;
+            const int64_t i = i0 + e / ROW_PIECES, r = r0 + (e % ROW_PIECES) * PER;
+            const T* src = (const T*)a.aux + i * a.ldaux + r;
+            if (vec && i < a.m && r + PER <= a.k) {
+                v[u] = __ldg((const uint4*)src);
+            } else {
+                T* piece = (T*)&v[u];
+                for (int j = 0; j < PER; j++) piece[j] = i < a.m && r + j < a.k ? src[j] : T(0.0f);
+            }
+        }
+    }
+
+    template <class A> __device__ void store(A (*ws)[LIST_CHUNK + 1]) const {
+#pragma unroll
+        for (int u = 0; u < PIECES; u++) {
+            const int e = threadIdx.x + 256 * u, row = e / ROW_PIECES, r = (e % ROW_PIECES) * PER;
+            const T* piece = (const T*)&v[u];
+            for (int j = 0; j < PER; j++) ws[row][r + j] = A(to_f(piece[j]));
+        }
+    }
+};
+
+// The head of column c's list in chunk ch: its count and first LIST_HEAD offsets (the offsets
+// past them are read from the list itself); count 0 past column n.
+#define LIST_HEAD 16
+__device__ __forceinline__ void load_head(const Args& a, int64_t ch, int64_t c, int& count, uint4& head) {
+    const u8* rows;
+    count = c < a.n ? listed_rows(a, ch, c, rows) : 0;
+    head = count > 0 ? *(const uint4*)rows : make_uint4(0, 0, 0, 0);
+}
+
+template <class T> __device__ void lists_n(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    __shared__ A ws[LIST_ROWS][LIST_CHUNK + 1];  // +1: lanes reading one offset hit distinct banks
+    __shared__ int counts[LIST_COLS];
+    __shared__ uint4 heads[LIST_COLS];
+    const int warp = threadIdx.x / 32, lane = lane_id();
+    const int64_t i0 = (int64_t)blockIdx.y * LIST_ROWS, ct = (int64_t)blockIdx.x * LIST_COLS;
+    A acc[LIST_COLS / 8];
+    for (int q = 0; q < LIST_COLS / 8; q++) acc[q] = 0;
+    const bool vec = (uintptr_t)a.aux % 16 == 0 && a.ldaux * sizeof(T) % 16 == 0;
+    Tile<T> next;
+    int next_count = 0;
+    uint4 next_head;
+    next.load(a, i0, 0, vec);
+    if (threadIdx.x < LIST_COLS) load_head(a, 0, ct + threadIdx.x, next_count, next_head);
+    for (int64_t r0 = 0, ch = 0; r0 < a.k; r0 += LIST_CHUNK, ch++) {
+        __syncthreads();  // the previous chunk is read
+        next.store(ws);
+        if (threadIdx.x < LIST_COLS) counts[threadIdx.x] = next_count, heads[threadIdx.x] = next_head;
+        __syncthreads();
+        if (r0 + LIST_CHUNK < a.k) {  // the next chunk's loads are in flight while this one adds
+            next.load(a, i0, r0 + LIST_CHUNK, vec);
+            if (threadIdx.x < LIST_COLS) load_head(a, ch + 1, ct + threadIdx.x, next_count, next_head);
+        }
+#pragma unroll
+        for (int q = 0; q < LIST_COLS / 8; q++) {
+            const int col = warp + 8 * q, count = counts[col];
+            const u8* head = (const u8*)&heads[col];
+            A sum = 0;
+            for (int t = 0; t < min(count, LIST_HEAD); t++) sum += ws[lane][head[t]];
+            if (count > LIST_HEAD) {
+                const u8* rows;
+                listed_rows(a, ch, ct + col, rows);
+                for (int t = LIST_HEAD; t < count; t++) sum += ws[lane][rows[t]];
+            }
+            acc[q] += sum;
+        }
+    }
+    for (int q = 0; q < LIST_COLS / 8; q++) {
+        const int64_t i = i0 + lane, c = ct + warp + 8 * q;
+        if (i < a.m && c < a.n) blend((T*)a.y + i * a.ldy + c, acc[q], a);
+    }
+}
+
+template <class T> __device__ void lists_t(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, c0 = (int64_t)blockIdx.y * LIST_T_COLS;
+    A acc[LIST_T_COLS];
+    for (int q = 0; q < LIST_T_COLS; q++) acc[q] = 0;
+    for (int64_t r0 = 0, ch = 0; r0 < a.k; r0 += LIST_CHUNK, ch++) {
+        // the block's columns side by side, so that their loads of W are in flight together
+        const u8* rows[LIST_T_COLS];
+        int count[LIST_T_COLS], most = 0;
+#pragma unroll
+        for (int q = 0; q < LIST_T_COLS; q++) {
+            count[q] = c0 + q < a.n ? listed_rows(a, ch, c0 + q, rows[q]) : 0;
+            most = max(most, count[q]);
+        }
+        if (i >= a.m) continue;
+        for (int t = 0; t < most; t++)
+#pragma unroll
+            for (int q = 0; q < LIST_T_COLS; q++)
+                if (t < count[q]) acc[q] += w_at<T, A, true>(a, i, r0 + rows[q][t]);
+    }
+    for (int q = 0; q < LIST_T_COLS; q++)
+        if (i < a.m && c0 + q < a.n) blend((T*)a.y + i * a.ldy + c0 + q, acc[q], a);
+}
+
 #define DENSE_MV(T, TN, In, InN)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) dense_mv_n_##TN##_##InN(Args a) { mv_n<T, In>(a); }         \
     extern "C" __global__ void __launch_bounds__(256) dense_mv_t_##TN##_##InN(Args a) { mv_t<T, In>(a); }
 #define DENSE_MM(T, TN, In, InN)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_n_##TN##_##InN(Args a) { mm<T, In, false>(a); }    \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_t_##TN##_##InN(Args a) { mm<T, In, true>(a); }
-#define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN)
+#define DENSE_LISTS(T, TN)                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_##TN(Args a) { lists_n<T>(a); } \
+    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_t_##TN(Args a) { lists_t<T>(a); }
+#define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
+#define LIST_EVENTS(In, InN) \
+    extern "C" __global__ void __launch_bounds__(256) list_events_##InN(Args a) { list_events<In>(a); }
+LIST_EVENTS(u8, bool) LIST_EVENTS(f16, f16) LIST_EVENTS(bf16, bf16) LIST_EVENTS(float, f32) LIST_EVENTS(double, f64)

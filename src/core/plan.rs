@@ -152,6 +152,9 @@ algorithms! {
         MvColumnBlocks = "mv_column_blocks" on Gpu,
         /// Any shape: 64 x 64 output tiles staged through shared memory.
         Tiled = "tiled" on Gpu,
+        /// Events with n > 1: the active rows of each column of S listed per chunk of rows (a
+        /// per-stream scratch), then W read once and only the active (row, column) pairs added.
+        EventLists = "event_lists" on Gpu,
         /// Only the input's nonzeros (events) are visited: N gathers W's row at their rows, T
         /// adds W's rows into each output column, with the machine's SIMD width.
         InputNonzeros = "input_nonzeros" on Cpu,
@@ -396,10 +399,13 @@ pub fn choose_yw2y(op: Op) -> Yw2y {
     }
 }
 
-pub fn choose_dense_mm(op: Op, n: usize) -> DenseMm {
+/// Dense mv / mm on the GPU: one column runs the mv kernels; events with more columns list
+/// their active pairs (bench/NOTES.md, "Dense mm on events"); float inputs run the tiles.
+pub fn choose_dense_mm(op: Op, n: usize, kind: InputKind) -> DenseMm {
     match (op, n) {
         (Op::N, 1) => DenseMm::MvRowWarp,
         (Op::T, 1) => DenseMm::MvColumnBlocks,
+        _ if kind == InputKind::Events => DenseMm::EventLists,
         _ => DenseMm::Tiled,
     }
 }
@@ -601,8 +607,9 @@ mod tests {
         assert_eq!(choose_spmm_t(&small, 1, DType::F32, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&large, 1, DType::BF16, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
-        assert_eq!(choose_dense_mm(Op::T, 1), DenseMm::MvColumnBlocks);
-        assert_eq!(choose_dense_mm(Op::N, 7), DenseMm::Tiled);
+        assert_eq!(choose_dense_mm(Op::T, 1, InputKind::Events), DenseMm::MvColumnBlocks);
+        assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float), DenseMm::Tiled);
+        assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events), DenseMm::EventLists);
         assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);
         let call = |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned };
         assert_eq!(choose_bsrmm(&call(DType::BF16, 64, 64, true)), Bsrmm::Tiled);

@@ -363,8 +363,36 @@ fn launch_dense(
             let family = if transposed { DENSE_MM_T } else { DENSE_MM_N };
             (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)))
         }
+        DenseMm::EventLists => return event_lists(s, transposed, &args, input_dtype, w.dtype),
     };
     gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input_dtype))?, grid, &args)
+}
+
+/// Shapes of the active-list kernels (kernels/dense.cu, "mm on events"): rows of S per chunk
+/// of the lists, rows of W and columns of C per N block, columns of C per T block.
+const LIST_CHUNK: u64 = 128;
+const LIST_ROWS: u64 = 32;
+const LIST_COLS: u64 = 64;
+const LIST_T_COLS: u64 = 8;
+
+/// Dense mm on events in two launches: the active rows of each column of S listed per chunk
+/// into the stream's scratch (counts, then offsets), then the product over the listed pairs.
+fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_dtype: DType) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
+    let chunks = k.div_ceil(LIST_CHUNK);
+    let counts_bytes = (chunks * n * 4).next_multiple_of(LIST_CHUNK); // the lists start aligned (16-byte heads)
+    let counts = scratch(s, (counts_bytes + chunks * n * LIST_CHUNK) as usize)?;
+    let lists = counts + counts_bytes;
+    let list = Args { x: args.x, ldx: args.ldx, y: lists, out2: counts, k: k as i64, n: n as i64, ..Args::default() };
+    let groups = Grid::warps(chunks * n.div_ceil(32));
+    gpu.launch(stream, gpu.kernel(LIST_EVENTS, Some(input_dtype), None)?, groups, &list)?;
+    let (family, grid) = if transposed {
+        (DENSE_MM_LISTS_T, Grid::new((m.div_ceil(THREADS as u64), n.div_ceil(LIST_T_COLS)), (THREADS, 1)))
+    } else {
+        (DENSE_MM_LISTS_N, Grid::new((n.div_ceil(LIST_COLS), m.div_ceil(LIST_ROWS)), (THREADS, 1)))
+    };
+    gpu.launch(stream, gpu.kernel(family, Some(w_dtype), None)?, grid, &Args { x: lists, out2: counts, ..*args })
 }
 
 /// CSR plasticity: pre walks the rows of active pre-neurons, post the CSC columns of active
