@@ -77,9 +77,9 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
 // ---------------------------------------------------------------- mm on events: active lists
 // With n > 1 event columns, only the active (row r of S, column c) pairs cost work: W is read
 // once, and each active pair adds one element of W per output row. list_events writes, per
-// chunk of LIST_CHUNK rows of S and per column c, the count of active rows (int32, a.out2
+// chunk of rows of S (a.lines of them) and per column c, the count of active rows (int32, a.out2
 // [chunk][n]) and their offsets in the chunk in ascending order (bytes, a.y
-// [chunk][n][LIST_CHUNK]), into the stream's scratch; the products then read the offsets from
+// [chunk][n][chunk rows]), into the stream's scratch; the products then read the offsets from
 // a.x and the counts from a.out2. N (lists_n): a block stages LIST_ROWS rows of W one chunk at a
 // time in shared memory with the heads of its columns' lists, the next chunk's loads in flight
 // while this one adds; lane l of each warp takes row l and the warp 8 of the block's LIST_COLS
@@ -87,7 +87,11 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
 // in the grid, so W's strip comes from DRAM once. T (lists_t):
 // a thread per output row i (a column of W), LIST_T_COLS columns per block side by side, adding
 // W[r, i] of each listed r (rows of W read coalesced). Sums run in list order: reproducible.
-#define LIST_CHUNK 128
+// Rows of S per list chunk (src/cuda/ops.rs passes the same): N stages a LIST_ROWS x 128 tile
+// of W per chunk (256 measured slower on most shapes); T stages nothing and pays per chunk, so
+// it takes 256, the most a byte offset holds (bench/NOTES.md, "Dense mm on events").
+#define LIST_CHUNK_N 128
+#define LIST_CHUNK_T 256
 #define LIST_ROWS 32
 #define LIST_COLS 64
 #define LIST_T_COLS 8
@@ -96,14 +100,14 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
 // mask, 32 ballots turn the rows' masks into the columns' (lane c keeps column c's), and lane c
 // appends the rows whose bits are set.
 template <class In> __device__ void list_events(const Args& a) {
-    const int64_t groups = (a.n + 31) / 32, chunks = (a.k + LIST_CHUNK - 1) / LIST_CHUNK, w = warp_id();
+    const int64_t groups = (a.n + 31) / 32, chunk = a.lines, chunks = (a.k + chunk - 1) / chunk, w = warp_id();
     if (w >= chunks * groups) return;  // whole warps
     const int lane = lane_id();
     const int64_t ch = w / groups, c0 = (w % groups) * 32, c = c0 + lane;
-    u8* rows = (u8*)a.y + (ch * a.n + c) * LIST_CHUNK;  // used where c < n
+    u8* rows = (u8*)a.y + (ch * a.n + c) * chunk;  // used where c < n
     int count = 0;
-    for (int sub = 0; sub < LIST_CHUNK; sub += 32) {
-        const int64_t r = ch * LIST_CHUNK + sub + lane;
+    for (int sub = 0; sub < chunk; sub += 32) {
+        const int64_t r = ch * chunk + sub + lane;
         unsigned mask = 0;  // bit j: column c0 + j of row r is active
         if (r < a.k) {
             const In* x = (const In*)a.x + r * a.ldx + c0;
@@ -121,16 +125,16 @@ template <class In> __device__ void list_events(const Args& a) {
 }
 
 // The listed rows of column c in chunk ch: their count, and their offsets in the chunk (a.x).
-__device__ __forceinline__ int listed_rows(const Args& a, int64_t ch, int64_t c, const u8*& rows) {
-    rows = (const u8*)a.x + (ch * a.n + c) * LIST_CHUNK;
+template <int CHUNK> __device__ __forceinline__ int listed_rows(const Args& a, int64_t ch, int64_t c, const u8*& rows) {
+    rows = (const u8*)a.x + (ch * a.n + c) * CHUNK;
     return ((const int*)a.out2)[ch * a.n + c];
 }
 
-// This thread's share of the W tile rows i0 .. i0 + LIST_ROWS, columns r0 .. r0 + LIST_CHUNK
+// This thread's share of the W tile rows i0 .. i0 + LIST_ROWS, columns r0 .. r0 + CHUNK
 // (zero outside W), as raw 16-byte pieces loaded together so that they are in flight at once:
 // one vector load each where W's rows are 16-byte aligned (`vec`), else element by element.
-template <class T> struct Tile {
-    static constexpr int PER = 16 / sizeof(T), ROW_PIECES = LIST_CHUNK / PER;
+template <class T, int CHUNK> struct Tile {
+    static constexpr int PER = 16 / sizeof(T), ROW_PIECES = CHUNK / PER;
     static constexpr int PIECES = LIST_ROWS * ROW_PIECES / 256;
     uint4 v[PIECES];
 
@@ -149,7 +153,7 @@ template <class T> struct Tile {
         }
     }
 
-    template <class A> __device__ void store(A (*ws)[LIST_CHUNK + 1]) const {
+    template <class A> __device__ void store(A (*ws)[CHUNK + 1]) const {
 #pragma unroll
         for (int u = 0; u < PIECES; u++) {
             const int e = threadIdx.x + 256 * u, row = e / ROW_PIECES, r = (e % ROW_PIECES) * PER;
@@ -162,15 +166,17 @@ template <class T> struct Tile {
 // The head of column c's list in chunk ch: its count and first LIST_HEAD offsets (the offsets
 // past them are read from the list itself); count 0 past column n.
 #define LIST_HEAD 16
+template <int CHUNK>
 __device__ __forceinline__ void load_head(const Args& a, int64_t ch, int64_t c, int& count, uint4& head) {
     const u8* rows;
-    count = c < a.n ? listed_rows(a, ch, c, rows) : 0;
+    count = c < a.n ? listed_rows<CHUNK>(a, ch, c, rows) : 0;
     head = count > 0 ? *(const uint4*)rows : make_uint4(0, 0, 0, 0);
 }
 
 template <class T> __device__ void lists_n(const Args& a) {
     typedef typename AccOf<T>::type A;
-    __shared__ A ws[LIST_ROWS][LIST_CHUNK + 1];  // +1: lanes reading one offset hit distinct banks
+    constexpr int CHUNK = LIST_CHUNK_N;
+    __shared__ A ws[LIST_ROWS][CHUNK + 1];  // +1: lanes reading one offset hit distinct banks
     __shared__ int counts[LIST_COLS];
     __shared__ uint4 heads[LIST_COLS];
     const int warp = threadIdx.x / 32, lane = lane_id();
@@ -178,19 +184,19 @@ template <class T> __device__ void lists_n(const Args& a) {
     A acc[LIST_COLS / 8];
     for (int q = 0; q < LIST_COLS / 8; q++) acc[q] = 0;
     const bool vec = (uintptr_t)a.aux % 16 == 0 && a.ldaux * sizeof(T) % 16 == 0;
-    Tile<T> next;
+    Tile<T, CHUNK> next;
     int next_count = 0;
     uint4 next_head;
     next.load(a, i0, 0, vec);
-    if (threadIdx.x < LIST_COLS) load_head(a, 0, ct + threadIdx.x, next_count, next_head);
-    for (int64_t r0 = 0, ch = 0; r0 < a.k; r0 += LIST_CHUNK, ch++) {
+    if (threadIdx.x < LIST_COLS) load_head<CHUNK>(a, 0, ct + threadIdx.x, next_count, next_head);
+    for (int64_t r0 = 0, ch = 0; r0 < a.k; r0 += CHUNK, ch++) {
         __syncthreads();  // the previous chunk is read
         next.store(ws);
         if (threadIdx.x < LIST_COLS) counts[threadIdx.x] = next_count, heads[threadIdx.x] = next_head;
         __syncthreads();
-        if (r0 + LIST_CHUNK < a.k) {  // the next chunk's loads are in flight while this one adds
-            next.load(a, i0, r0 + LIST_CHUNK, vec);
-            if (threadIdx.x < LIST_COLS) load_head(a, ch + 1, ct + threadIdx.x, next_count, next_head);
+        if (r0 + CHUNK < a.k) {  // the next chunk's loads are in flight while this one adds
+            next.load(a, i0, r0 + CHUNK, vec);
+            if (threadIdx.x < LIST_COLS) load_head<CHUNK>(a, ch + 1, ct + threadIdx.x, next_count, next_head);
         }
 #pragma unroll
         for (int q = 0; q < LIST_COLS / 8; q++) {
@@ -200,7 +206,7 @@ template <class T> __device__ void lists_n(const Args& a) {
             for (int t = 0; t < min(count, LIST_HEAD); t++) sum += ws[lane][head[t]];
             if (count > LIST_HEAD) {
                 const u8* rows;
-                listed_rows(a, ch, ct + col, rows);
+                listed_rows<CHUNK>(a, ch, ct + col, rows);
                 for (int t = LIST_HEAD; t < count; t++) sum += ws[lane][rows[t]];
             }
             acc[q] += sum;
@@ -214,16 +220,17 @@ template <class T> __device__ void lists_n(const Args& a) {
 
 template <class T> __device__ void lists_t(const Args& a) {
     typedef typename AccOf<T>::type A;
+    constexpr int CHUNK = LIST_CHUNK_T;
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, c0 = (int64_t)blockIdx.y * LIST_T_COLS;
     A acc[LIST_T_COLS];
     for (int q = 0; q < LIST_T_COLS; q++) acc[q] = 0;
-    for (int64_t r0 = 0, ch = 0; r0 < a.k; r0 += LIST_CHUNK, ch++) {
+    for (int64_t r0 = 0, ch = 0; r0 < a.k; r0 += CHUNK, ch++) {
         // the block's columns side by side, so that their loads of W are in flight together
         const u8* rows[LIST_T_COLS];
         int count[LIST_T_COLS], most = 0;
 #pragma unroll
         for (int q = 0; q < LIST_T_COLS; q++) {
-            count[q] = c0 + q < a.n ? listed_rows(a, ch, c0 + q, rows[q]) : 0;
+            count[q] = c0 + q < a.n ? listed_rows<CHUNK>(a, ch, c0 + q, rows[q]) : 0;
             most = max(most, count[q]);
         }
         if (i >= a.m) continue;

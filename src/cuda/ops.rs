@@ -368,9 +368,8 @@ fn launch_dense(
     gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input_dtype))?, grid, &args)
 }
 
-/// Shapes of the active-list kernels (kernels/dense.cu, "mm on events"): rows of S per chunk
-/// of the lists, rows of W and columns of C per N block, columns of C per T block.
-const LIST_CHUNK: u64 = 128;
+/// Shapes of the active-list kernels (kernels/dense.cu, "mm on events"): rows of W and columns
+/// of C per N block, columns of C per T block.
 const LIST_ROWS: u64 = 32;
 const LIST_COLS: u64 = 64;
 const LIST_T_COLS: u64 = 8;
@@ -380,11 +379,22 @@ const LIST_T_COLS: u64 = 8;
 fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
-    let chunks = k.div_ceil(LIST_CHUNK);
-    let counts_bytes = (chunks * n * 4).next_multiple_of(LIST_CHUNK); // the lists start aligned (16-byte heads)
-    let counts = scratch(s, (counts_bytes + chunks * n * LIST_CHUNK) as usize)?;
+    // rows of S per list chunk, as LIST_CHUNK_N / LIST_CHUNK_T in kernels/dense.cu
+    let chunk = if transposed { 256 } else { 128 };
+    let chunks = k.div_ceil(chunk);
+    let counts_bytes = (chunks * n * 4).next_multiple_of(chunk); // the lists start aligned (16-byte heads)
+    let counts = scratch(s, (counts_bytes + chunks * n * chunk) as usize)?;
     let lists = counts + counts_bytes;
-    let list = Args { x: args.x, ldx: args.ldx, y: lists, out2: counts, k: k as i64, n: n as i64, ..Args::default() };
+    let list = Args {
+        x: args.x,
+        ldx: args.ldx,
+        y: lists,
+        out2: counts,
+        lines: chunk as i64,
+        k: k as i64,
+        n: n as i64,
+        ..Args::default()
+    };
     let groups = Grid::warps(chunks * n.div_ceil(32));
     gpu.launch(stream, gpu.kernel(LIST_EVENTS, Some(input_dtype), None)?, groups, &list)?;
     let (family, grid) = if transposed {
