@@ -4,21 +4,7 @@
 // kernel (bench/NOTES.md, "spmm on events"; the library kept staged2). pack_only times the
 // packing pass alone (its error column is meaningless). Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_spmm_events.cu -o /tmp/p && /tmp/p
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CK(x)                                                                       \
-    do {                                                                            \
-        cudaError_t e = (x);                                                        \
-        if (e != cudaSuccess) {                                                     \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));        \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
+#include "probe.cuh"
 
 typedef unsigned char u8;
 
@@ -338,13 +324,6 @@ void launch(const Prob& p, int kind, cudaStream_t s) {
     if (kind == 8) {}
 }
 
-template <class T> T* upload(const std::vector<T>& v) {
-    T* d;
-    CK(cudaMalloc(&d, v.size() * sizeof(T) + 16));
-    CK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-}
-
 int main() {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -391,7 +370,7 @@ int main() {
                 Prob rp = p; rp.c = d_ref;
                 ref_kernel<<<(outs + 255) / 256, 256>>>(rp);
                 CK(cudaDeviceSynchronize());
-                std::vector<float> href(outs), got(outs);
+                std::vector<float> href(outs);
                 CK(cudaMemcpy(href.data(), d_ref, outs * 4, cudaMemcpyDeviceToHost));
                 p.c = d_c;
                 for (auto& v : variants) {
@@ -402,59 +381,23 @@ int main() {
                     call();
                     CK(cudaStreamSynchronize(s));
                     CK(cudaGetLastError());
-                    CK(cudaMemcpy(got.data(), d_c, outs * 4, cudaMemcpyDeviceToHost));
-                    double err = 0;
-                    for (long i = 0; i < outs; i++) err = std::max(err, (double)fabsf(got[i] - href[i]) / (1 + fabsf(href[i])));
-                    if (!(err < 1e30)) err = 1e30;
-                    cudaEvent_t a, b;
-                    CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-                    std::vector<float> ev;
-                    for (int r = 0; r < 3; r++) call();
-                    for (int r = 0; r < 25; r++) {
-                        CK(cudaEventRecord(a, s)); call(); CK(cudaEventRecord(b, s));
-                        CK(cudaEventSynchronize(b));
-                        float ms; CK(cudaEventElapsedTime(&ms, a, b)); ev.push_back(ms);
-                    }
-                    cudaGraph_t g; cudaGraphExec_t ge;
-                    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-                    for (int r = 0; r < 20; r++) call();
-                    CK(cudaStreamEndCapture(s, &g));
-                    CK(cudaGraphInstantiate(&ge, g, 0));
-                    std::vector<float> gv;
-                    for (int r = 0; r < 10; r++) {
-                        CK(cudaEventRecord(a, s)); CK(cudaGraphLaunch(ge, s)); CK(cudaEventRecord(b, s));
-                        CK(cudaEventSynchronize(b));
-                        float ms; CK(cudaEventElapsedTime(&ms, a, b)); gv.push_back(ms / 20);
-                    }
-                    std::sort(ev.begin(), ev.end()); std::sort(gv.begin(), gv.end());
+                    const double err = max_error(d_c, href);
+                    const Timing t = time_call(s, call);
                     char label[64];
                     snprintf(label, sizeof label, "%d x%d n%d %.0f%%", m, c.per_row, n, c.rate * 100);
                     printf("%-26s %-4s %-6s %-12s %10.2f %10.2f %8.1e\n", label, op ? "T" : "N", homo ? "homo" : "het", v.name,
-                           ev[ev.size() / 2] * 1e3, gv[gv.size() / 2] * 1e3, err);
-                    CK(cudaGraphExecDestroy(ge)); CK(cudaGraphDestroy(g));
+                           t.event_us, t.graph_us, err);
                 }
             }
-        // pack alone
+        // the packing passes alone
         {
-            Prob p; p.k = k; p.n = n; p.b = d_b; p.bits = d_bits; p.words = words;
-            long total = (long)k * words * 32;
-            cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-            std::vector<float> ev;
-            for (int r = 0; r < 25; r++) {
-                CK(cudaEventRecord(a, s)); pack_bits<<<(total + 255) / 256, 256, 0, s>>>(p); CK(cudaEventRecord(b, s));
-                CK(cudaEventSynchronize(b)); float ms; CK(cudaEventElapsedTime(&ms, a, b)); ev.push_back(ms);
-            }
-            std::sort(ev.begin(), ev.end());
-            printf("pack alone k=%d n=%d: %.2f us\n", k, n, ev[12] * 1e3);
-            ev.clear();
+            Prob p;
+            p.k = k, p.n = n, p.b = d_b, p.bits = d_bits, p.words = words;
+            const long total = (long)k * words * 32;
+            printf("pack alone k=%d n=%d: %.2f us\n", k, n, time_call(s, [&] { pack_bits<<<(total + 255) / 256, 256, 0, s>>>(p); }).event_us);
             p.words = (n + 127) / 128 * 4;
-            long warps = (long)k * (p.words / 4);
-            for (int r = 0; r < 25; r++) {
-                CK(cudaEventRecord(a, s)); pack_quads<<<(warps + 7) / 8, 256, 0, s>>>(p); CK(cudaEventRecord(b, s));
-                CK(cudaEventSynchronize(b)); float ms; CK(cudaEventElapsedTime(&ms, a, b)); ev.push_back(ms);
-            }
-            std::sort(ev.begin(), ev.end());
-            printf("pack_quads alone k=%d n=%d: %.2f us\n", k, n, ev[12] * 1e3);
+            const long warps = (long)k * (p.words / 4);
+            printf("pack_quads alone k=%d n=%d: %.2f us\n", k, n, time_call(s, [&] { pack_quads<<<(warps + 7) / 8, 256, 0, s>>>(p); }).event_us);
         }
         cudaFree(d_ip); cudaFree(d_ix); cudaFree(d_w); cudaFree(d_cp); cudaFree(d_ri); cudaFree(d_perm);
         cudaFree(d_b); cudaFree(d_bits); cudaFree(d_c); cudaFree(d_ref);

@@ -2,21 +2,7 @@
 // B 10000 x 128 f32 with 10 % (or 100 %) non-zeros), standalone: each variant on the same random
 // matrices in one run, checked against a plain kernel. Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_spmm_sparse_b.cu -o /tmp/q && /tmp/q
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CK(x)                                                                \
-    do {                                                                     \
-        cudaError_t e = (x);                                                 \
-        if (e != cudaSuccess) {                                              \
-            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
+#include "probe.cuh"
 
 struct Prob {
     int m, k, n;
@@ -192,13 +178,6 @@ template <int UNROLL> __global__ void __launch_bounds__(256) rounds(Prob p) {
         if (blockIdx.y * 128 + u < p.n) p.c[(long)i * p.n + blockIdx.y * 128 + u] = acc[wib][u];
 }
 
-template <class T> T* upload(const std::vector<T>& v) {
-    T* d;
-    CK(cudaMalloc(&d, v.size() * sizeof(T) + 16));
-    CK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-}
-
 int main() {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -228,7 +207,7 @@ int main() {
         rp.c = ref;
         ref_kernel<<<((long)m * n + 255) / 256, 256>>>(rp);
         CK(cudaDeviceSynchronize());
-        std::vector<float> href((long)m * n), got((long)m * n);
+        std::vector<float> href((long)m * n);
         CK(cudaMemcpy(href.data(), ref, href.size() * 4, cudaMemcpyDeviceToHost));
         for (int v = 0; v < 7; v++) {
             auto call = [&] {
@@ -245,34 +224,11 @@ int main() {
             call();
             CK(cudaStreamSynchronize(s));
             CK(cudaGetLastError());
-            CK(cudaMemcpy(got.data(), p.c, got.size() * 4, cudaMemcpyDeviceToHost));
-            double err = 0;
-            for (long q = 0; q < (long)got.size(); q++) err = std::max(err, (double)fabsf(got[q] - href[q]) / (1 + fabsf(href[q])));
-            if (!(err < 1e30)) err = 1e30;
-            cudaEvent_t a, b;
-            CK(cudaEventCreate(&a));
-            CK(cudaEventCreate(&b));
-            std::vector<float> ev, gv;
-            for (int r = 0; r < 3; r++) call();
-            for (int r = 0; r < 25; r++) {
-                CK(cudaEventRecord(a, s)); call(); CK(cudaEventRecord(b, s)); CK(cudaEventSynchronize(b));
-                float ms; CK(cudaEventElapsedTime(&ms, a, b)); ev.push_back(ms);
-            }
-            cudaGraph_t g; cudaGraphExec_t ge;
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-            for (int r = 0; r < 20; r++) call();
-            CK(cudaStreamEndCapture(s, &g));
-            CK(cudaGraphInstantiate(&ge, g, 0));
-            for (int r = 0; r < 10; r++) {
-                CK(cudaEventRecord(a, s)); CK(cudaGraphLaunch(ge, s)); CK(cudaEventRecord(b, s)); CK(cudaEventSynchronize(b));
-                float ms; CK(cudaEventElapsedTime(&ms, a, b)); gv.push_back(ms / 20);
-            }
-            std::sort(ev.begin(), ev.end()), std::sort(gv.begin(), gv.end());
+            const double err = max_error(p.c, href);
+            const Timing t = time_call(s, call);
             char label[64];
             snprintf(label, sizeof label, "%d x%d n%d %.0f%% nz", m, c.per_row, n, c.nz * 100);
-            printf("%-28s %-10s %10.2f %10.2f %8.1e\n", label, names[v], ev[12] * 1e3, gv[5] * 1e3, err);
-            CK(cudaGraphExecDestroy(ge));
-            CK(cudaGraphDestroy(g));
+            printf("%-28s %-10s %10.2f %10.2f %8.1e\n", label, names[v], t.event_us, t.graph_us, err);
         }
         cudaFree((void*)p.indptr), cudaFree((void*)p.indices), cudaFree((void*)p.w), cudaFree((void*)p.b);
         cudaFree(p.counts), cudaFree(p.cols), cudaFree(p.vals), cudaFree(p.c), cudaFree(ref);

@@ -1,0 +1,78 @@
+// What the standalone tuning probes (bench/probe_*.cu) share: the error check, uploads, the
+// relative error against a reference, and the two timings of a call (median CUDA-event time of
+// 25 calls after 3 warm-ups, and the per-call time of a CUDA graph of 20 captured calls).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                \
+    do {                                                                     \
+        cudaError_t e = (x);                                                 \
+        if (e != cudaSuccess) {                                              \
+            printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+            exit(1);                                                         \
+        }                                                                    \
+    } while (0)
+
+template <class T> T* upload(const std::vector<T>& v) {
+    T* d;
+    CK(cudaMalloc(&d, v.size() * sizeof(T) + 16));
+    CK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// Largest |got - ref| / (1 + |ref|) over `len` device floats (1e30 for NaN).
+inline double max_error(const float* got_device, const std::vector<float>& ref) {
+    std::vector<float> got(ref.size());
+    CK(cudaMemcpy(got.data(), got_device, got.size() * 4, cudaMemcpyDeviceToHost));
+    double err = 0;
+    for (size_t i = 0; i < got.size(); i++) err = std::max(err, (double)fabsf(got[i] - ref[i]) / (1 + fabsf(ref[i])));
+    return err < 1e30 ? err : 1e30;
+}
+
+struct Timing { double event_us, graph_us; };
+
+template <class Call> Timing time_call(cudaStream_t s, Call call) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    auto elapsed = [&] {
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        return ms;
+    };
+    std::vector<float> ev, gv;
+    for (int r = 0; r < 3; r++) call();
+    for (int r = 0; r < 25; r++) {
+        CK(cudaEventRecord(a, s));
+        call();
+        CK(cudaEventRecord(b, s));
+        ev.push_back(elapsed());
+    }
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int r = 0; r < 20; r++) call();
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int r = 0; r < 10; r++) {
+        CK(cudaEventRecord(a, s));
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(b, s));
+        gv.push_back(elapsed() / 20);
+    }
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    std::sort(ev.begin(), ev.end());
+    std::sort(gv.begin(), gv.end());
+    return {ev[ev.size() / 2] * 1e3, gv[gv.size() / 2] * 1e3};
+}
