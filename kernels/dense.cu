@@ -82,8 +82,8 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
 // [chunk][n][chunk rows]), into the stream's scratch; the products then read the offsets from
 // a.x and the counts from a.out2. N (lists_n): a block stages LIST_ROWS rows of W one chunk at a
 // time in shared memory with the heads of its columns' lists, the next chunk's loads in flight
-// while this one adds; lane l of each warp takes row l and the warp 8 of the block's LIST_COLS
-// columns, adding the staged W[l, r] of each listed r. Blocks of one row strip are adjacent
+// while this one adds; lane l of each warp takes row l and the warp 1/8 of the block's LIST_COLS
+// columns (128, or 64 where n <= 64: fewer registers), adding the staged W[l, r] of each listed r. Blocks of one row strip are adjacent
 // in the grid, so W's strip comes from DRAM once. T (lists_t):
 // a thread per output row i (a column of W), LIST_T_COLS columns per block side by side, adding
 // W[r, i] of each listed r (rows of W read coalesced). Sums run in list order: reproducible.
@@ -93,7 +93,6 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
 #define LIST_CHUNK_N 128
 #define LIST_CHUNK_T 256
 #define LIST_ROWS 32
-#define LIST_COLS 64
 #define LIST_T_COLS 8
 
 // A warp per (chunk, 32 columns), 32 x 32 tiles of S: lane j reads row j's 32 events into a
@@ -173,7 +172,7 @@ __device__ __forceinline__ void load_head(const Args& a, int64_t ch, int64_t c, 
     head = count > 0 ? *(const uint4*)rows : make_uint4(0, 0, 0, 0);
 }
 
-template <class T> __device__ void lists_n(const Args& a) {
+template <class T, int LIST_COLS> __device__ void lists_n(const Args& a) {
     typedef typename AccOf<T>::type A;
     constexpr int CHUNK = LIST_CHUNK_N;
     __shared__ A ws[LIST_ROWS][CHUNK + 1];  // +1: lanes reading one offset hit distinct banks
@@ -250,7 +249,8 @@ template <class T> __device__ void lists_t(const Args& a) {
     extern "C" __global__ void __launch_bounds__(256) dense_mm_n_##TN##_##InN(Args a) { mm<T, In, false>(a); }    \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_t_##TN##_##InN(Args a) { mm<T, In, true>(a); }
 #define DENSE_LISTS(T, TN)                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_##TN(Args a) { lists_n<T>(a); } \
+    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_##TN(Args a) { lists_n<T, 128>(a); } \
+    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_narrow_##TN(Args a) { lists_n<T, 64>(a); } \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_t_##TN(Args a) { lists_t<T>(a); }
 #define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)

@@ -55,6 +55,7 @@ families! {
     DENSE_MM_N = "dense_mm_n",
     DENSE_MM_T = "dense_mm_t",
     DENSE_MM_LISTS_N = "dense_mm_lists_n",
+    DENSE_MM_LISTS_N_NARROW = "dense_mm_lists_n_narrow",
     DENSE_MM_LISTS_T = "dense_mm_lists_t",
     LIST_EVENTS = "list_events",
     CSR_PRE = "csr_pre",

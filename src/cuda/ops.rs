@@ -369,9 +369,11 @@ fn launch_dense(
 }
 
 /// Shapes of the active-list kernels (kernels/dense.cu, "mm on events"): rows of W and columns
-/// of C per N block, columns of C per T block.
+/// of C per N block (64 where n <= 64: 200 against 255 µs at n = 10, 372 against 436 at n =
+/// 100 for 128, bench/NOTES.md), columns of C per T block.
 const LIST_ROWS: u64 = 32;
-const LIST_COLS: u64 = 64;
+const LIST_COLS: u64 = 128;
+const LIST_COLS_NARROW: u64 = 64;
 const LIST_T_COLS: u64 = 8;
 
 /// Dense mm on events in two launches: the active rows of each column of S listed per chunk
@@ -400,7 +402,12 @@ fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_
     let (family, grid) = if transposed {
         (DENSE_MM_LISTS_T, Grid::new((m.div_ceil(THREADS as u64), n.div_ceil(LIST_T_COLS)), (THREADS, 1)))
     } else {
-        (DENSE_MM_LISTS_N, Grid::new((n.div_ceil(LIST_COLS), m.div_ceil(LIST_ROWS)), (THREADS, 1)))
+        let (family, cols) = if n <= LIST_COLS_NARROW {
+            (DENSE_MM_LISTS_N_NARROW, LIST_COLS_NARROW)
+        } else {
+            (DENSE_MM_LISTS_N, LIST_COLS)
+        };
+        (family, Grid::new((n.div_ceil(cols), m.div_ceil(LIST_ROWS)), (THREADS, 1)))
     };
     gpu.launch(stream, gpu.kernel(family, Some(w_dtype), None)?, grid, &Args { x: lists, out2: counts, ..*args })
 }
