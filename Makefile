@@ -38,7 +38,7 @@ endif
 
 .PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols kernel-report \
         test-c test-cpp test-python test-valgrind test-install test-fuzz fuzz install uninstall bench-cpu \
-        gpu-bundle gpu-check clean
+        gpu-bundle gpu-check plot clean
 
 all: build
 
@@ -61,6 +61,17 @@ $(CURDIR)/.tools/venv/bin/cmake: $(CURDIR)/.tools/venv/bin/python
 $(CURDIR)/.tools/cuda-13.0.stamp: $(CURDIR)/.tools/venv/bin/python
 	$(CURDIR)/.tools/venv/bin/pip install --quiet $(CUDA_WHEELS)
 	touch $@
+
+MATPLOTLIB_PIN := matplotlib==3.9.2
+$(CURDIR)/.tools/matplotlib.stamp: $(CURDIR)/.tools/venv/bin/python
+	$(CURDIR)/.tools/venv/bin/pip install --quiet $(MATPLOTLIB_PIN)
+	touch $@
+
+# The chart of a benchmark table (bench/plot.py): RESULTS's newest by default, or RESULTS=file
+# (a committed markdown table or the bench.json beside a bench table), into bench/results.png.
+RESULTS ?= bench/RESULTS.md
+plot: $(CURDIR)/.tools/matplotlib.stamp
+	$(CURDIR)/.tools/venv/bin/python bench/plot.py $(RESULTS) --out bench/results.png
 
 # ---------------------------------------------------------------- install
 install: build

@@ -13,6 +13,7 @@ in turn (`evs_context_set_algorithm`), one row each, the chooser's pick marked w
 import argparse
 import ctypes as C
 import datetime
+import json
 import os
 import re
 import statistics
@@ -201,12 +202,17 @@ class Table:
             self.rows.append(row)
             print(" | ".join(row), flush=True)
 
+    HEAD = ("workload", "plan", "evsparse µs", "graph µs/call", "baseline", "baseline µs", "speed-up", "evsparse achieved",
+            "% of floor")
+
     def markdown(self):
-        head = ("workload", "plan", "evsparse µs", "graph µs/call", "baseline", "baseline µs", "speed-up", "evsparse achieved",
-                "% of floor")
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines = ["| " + " | ".join(self.HEAD) + " |", "|" + "---|" * len(self.HEAD)]
         lines += ["| " + " | ".join(r) + " |" for r in self.rows]
         return "\n".join(lines)
+
+    def records(self):
+        """The rows as dicts keyed by the table's column names (the JSON beside the table)."""
+        return [dict(zip(self.HEAD, r)) for r in self.rows]
 
 
 def ceilings():
@@ -668,6 +674,10 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
+        # the same rows as JSON beside the table, for bench/plot.py
+        with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
+            json.dump({"date": str(datetime.date.today()), "device": device, "torch": torch.__version__,
+                       "ceilings": {"copy_gb_s": bandwidth, "bf16_tflop_s": tflops}, "rows": tab.records()}, f, indent=1)
     return 1 if failures or MISMATCHES else 0
 
 
