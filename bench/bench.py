@@ -419,6 +419,16 @@ def bench_spmv_events(evs, tab, quick):
             tab.add(f"spmm {what} events {m}² ×{per_row}/row, B {m}×128 bool 10% active, {weights}", ours,
                     "torch CSR @ float B (cuSPARSE)", timed(lambda: base_a @ Bf),
                     csr_bytes(m, col.numel(), weights == "hetero") + B.numel() + 4 * Cm.numel())
+    # narrow B (64 columns: quarter-warps per entry), N, hetero
+    B64 = B[:, :64].contiguous()
+    C64 = torch.empty(m, 64, device="cuda")
+    hb64, hc64 = evs.dense(B64), evs.dense(C64)
+    ref = At @ B64.float()
+    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmm", evs.stream, OP_N, EVENTS, 1.0, a, hb64, 0.0, hc64),
+                   lambda plan: check(f"spmm N events 64 cols {plan}", C64, ref), graph=True)
+    tab.add(f"spmm N events {m}² ×{per_row}/row, B {m}×64 bool 10% active, hetero", ours,
+            "torch CSR @ float B (cuSPARSE)", timed(lambda: At @ B64.float()),
+            csr_bytes(m, col.numel()) + B64.numel() + 4 * C64.numel())
     evs.call("evs_csr_destroy", a)
     evs.call("evs_csr_destroy", homo)
     # event compaction of 500,000 neurons at 0.4 %

@@ -301,11 +301,11 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 // ---------------------------------------------------------------- spmm on events
 // B's events as bits: pack_events writes each row of B as BITS_WORDS 32-bit words per 128
 // columns (bit b of word w: column 32w + b) into the stream's scratch (a.aux, a.ldaux words per
-// row). Then bits_mm: a warp per (output line, 128 columns). Each batch of 32 entries, lane e
-// loads entry e's source, weight and 16 bytes of bits (32 loads in flight) into a shared stage;
-// then the warp's halves take alternate entries, lane l of a half reading byte l of the entry's
-// bits (columns 8l .. 8l + 7) and adding the weight where a bit is set: 7.5 instructions per
-// entry and 128 columns, no atomics, the same sum order every run (bench/NOTES.md, "spmm on
+// row). Then bits_mm: a warp per (output line, 128 columns, or 64 where n <= 64). Each batch of
+// 32 entries, lane e loads entry e's source, weight and 16 bytes of bits (32 loads in flight)
+// into a shared stage; then the warp's halves (quarters where n <= 64) take alternate entries,
+// lane l of a part reading byte l of the entry's bits (columns 8l .. 8l + 7) and adding the
+// weight where a bit is set: 7.5 instructions per entry and 128 columns, no atomics, the same sum order every run (bench/NOTES.md, "spmm on
 // events").
 #define BITS_COLS 128
 #define BITS_WORDS 4
@@ -342,14 +342,18 @@ __device__ __forceinline__ A stage_batch(const Args& a, int64_t base, int count,
     return w;
 }
 
-template <class T, class Walk, bool HOMO> __device__ void bits_line(const Args& a, int64_t i, uint4* stage) {
+// LANES lanes per entry (16: 128 columns a warp, two entries a step; 8 where n <= 64: 64
+// columns, four entries a step, so that narrow B leaves no lane idle).
+template <class T, class Walk, bool HOMO, int LANES>
+__device__ void bits_line(const Args& a, int64_t i, uint4* stage) {
     typedef typename AccOf<T>::type A;
-    const int half = lane_id() >> 4, byte = lane_id() & 15;
-    const u8* my_bytes = (const u8*)stage + 16 * half + byte;
+    constexpr int PARTS = 32 / LANES;
+    const int part = lane_id() / LANES, byte = lane_id() % LANES;
+    const u8* my_bytes = (const u8*)stage + 16 * part + byte;
     A acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    // entry e + half of the stage: its byte's set bits add the entry's weight
+    // entry e + part of the stage: its byte's set bits add the entry's weight
     auto step = [&](int e, A w) {
-        const A we = HOMO ? A(a.homo) : __shfl_sync(0xffffffffu, w, e + half);
+        const A we = HOMO ? A(a.homo) : __shfl_sync(0xffffffffu, w, e + part);
         const unsigned v = my_bytes[16 * e];
 #pragma unroll
         for (int u = 0; u < 8; u++)
@@ -361,14 +365,15 @@ template <class T, class Walk, bool HOMO> __device__ void bits_line(const Args& 
         const A w = stage_batch<T, Walk, A>(a, base, count, stage);
         if (count == 32) {
 #pragma unroll
-            for (int e = 0; e < 32; e += 2) step(e, w);
+            for (int e = 0; e < 32; e += PARTS) step(e, w);
         } else {
-            for (int e = 0; e < count; e += 2) step(e, w);  // e + half <= count < 32 reads a zero slot
+            for (int e = 0; e < count; e += PARTS) step(e, w);  // e + part < 32 reads a zero slot past count
         }
     }
-    for (int u = 0; u < 8; u++) acc[u] += __shfl_xor_sync(0xffffffffu, acc[u], 16);
-    const int64_t c0 = (int64_t)blockIdx.y * BITS_COLS + 8 * byte;
-    if (half == 0)
+    for (int o = LANES; o < 32; o <<= 1)
+        for (int u = 0; u < 8; u++) acc[u] += __shfl_xor_sync(0xffffffffu, acc[u], o);
+    const int64_t c0 = (int64_t)blockIdx.y * 8 * LANES + 8 * byte;
+    if (part == 0)
         for (int u = 0; u < 8 && c0 + u < a.n; u++) blend((T*)a.y + i * a.ldy + c0 + u, acc[u], a);
 }
 
@@ -377,8 +382,14 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
     const int warp = threadIdx.x / 32;
     const int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + warp;
     if (i >= Walk::count(a)) return;  // whole warps
-    if (a.weights) bits_line<T, Walk, false>(a, i, stage[warp]);
-    else bits_line<T, Walk, true>(a, i, stage[warp]);
+    uint4* mine = stage[warp];
+    if (a.n <= BITS_COLS / 2) {
+        if (a.weights) bits_line<T, Walk, false, 8>(a, i, mine);
+        else bits_line<T, Walk, true, 8>(a, i, mine);
+    } else {
+        if (a.weights) bits_line<T, Walk, false, 16>(a, i, mine);
+        else bits_line<T, Walk, true, 16>(a, i, mine);
+    }
 }
 
 #define KERNEL(name, body) extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) name(Args a) { body(a); }

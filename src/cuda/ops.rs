@@ -234,7 +234,8 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
         ..Args::default()
     };
     gpu.launch(stream, gpu.kernel(PACK_EVENTS, Some(p.x.dtype), None)?, Grid::warps(b_rows * tiles), &pack)?;
-    let grid = Grid::warps_by_columns(lines as u64, n, BITS_COLS);
+    let warp_cols = if n <= BITS_COLS / 2 { BITS_COLS / 2 } else { BITS_COLS }; // quarter-warps per entry where n <= 64
+    let grid = Grid::warps_by_columns(lines as u64, n, warp_cols);
     gpu.launch(
         stream,
         gpu.kernel(family, Some(p.a.dtype), None)?,
