@@ -6,8 +6,8 @@ bf16 tensor-core rate) that evsparse's chosen plan and the baseline reach, side 
     python3 bench/plot.py [SOURCE] [--out bench/results.png]
 
 SOURCE is a bench.json that `bench/bench.py --out X.md` writes beside its table, or a markdown
-file holding such tables (the newest, first, table is used): default bench/RESULTS.md, so any
-committed result can be drawn on a machine without a GPU (`make plot`).
+file holding such tables (the newest whole table is used, not a run of one section): default
+bench/RESULTS.md, so any committed result can be drawn on a machine without a GPU (`make plot`).
 """
 import argparse
 import json
@@ -18,20 +18,31 @@ COLUMNS = ("workload", "plan", "evsparse µs", "graph µs/call", "baseline", "ba
            "evsparse achieved", "% of floor")
 
 
-def rows_of_markdown(text):
-    """The rows of the first table with the bench's columns, and the heading above it."""
-    rows, title, in_table = [], "", False
-    for line in text.splitlines():
-        if line.startswith("## ") and not rows:
-            title = line[3:].strip()
+def tables_of_markdown(text):
+    """Every table with the bench's columns, newest (first) first, each with the heading above it."""
+    tables, title, rows = [], "", None
+    for line in text.splitlines() + [""]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if line.startswith("## "):
+            title = line[3:].strip()
         if cells and tuple(cells) == COLUMNS:
-            in_table = True
-        elif in_table and cells and len(cells) == len(COLUMNS) and not set(line) <= set("|-"):
+            rows = []
+        elif rows is not None and cells and len(cells) == len(COLUMNS) and not set(line) <= set("|-"):
             rows.append(dict(zip(COLUMNS, cells)))
-        elif in_table and not cells:
-            break
-    return title, rows
+        elif rows is not None and not cells:
+            tables.append((title, rows))
+            rows = None
+    return tables
+
+
+def whole_table(text):
+    """The newest of the tables with the most workloads (a partial run, one section of the
+    bench, is skipped for the whole check before it)."""
+    tables = tables_of_markdown(text)
+    if not tables:
+        return "", []
+    most = max(len(chosen(rows)) for _, rows in tables)
+    return next((t, rows) for t, rows in tables if len(chosen(rows)) == most)
 
 
 def load(path):
@@ -40,7 +51,7 @@ def load(path):
     if path.endswith(".json"):
         data = json.loads(text)
         return f"{data['date']} — {data['device']}", data["rows"]
-    return rows_of_markdown(text)
+    return whole_table(text)
 
 
 def chosen(rows):
