@@ -38,7 +38,7 @@ endif
 
 .PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols kernel-report \
         test-c test-cpp test-python test-valgrind test-install test-fuzz fuzz install uninstall bench-cpu \
-        gpu-bundle gpu-check plot clean
+        gpu-bundle gpu-check plot check-plot clean
 
 all: build
 
@@ -113,7 +113,12 @@ test: cargo-test ffi-tests
 cargo-test: $(NVCC_STAMP)
 	cargo test --release
 
-ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-valgrind test-install test-fuzz
+ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-valgrind test-install test-fuzz \
+           check-plot
+
+# bench/plot.py reads the committed results (the chart itself needs matplotlib: make plot).
+check-plot:
+	$(PYTHON) bench/plot.py --check
 
 # ptxas' resources for every kernel of the build (registers, spills, stack, shared memory).
 kernel-report: build

@@ -80,11 +80,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("source", nargs="?", default="bench/RESULTS.md")
     ap.add_argument("--out", default="bench/results.png")
+    ap.add_argument("--check", action="store_true", help="read the table and its numbers only (no matplotlib)")
     args = ap.parse_args()
     title, rows = load(args.source)
     rows = chosen(rows)
     if not rows:
         sys.exit(f"plot: no benchmark table in {args.source}")
+    if args.check:
+        for row in rows:
+            ours, base = shares(row)
+            assert 0 < ours <= 1.5 and 0 < base, f"plot: {row['workload']}: floor shares {ours}, {base}"
+        print(f"plot: {len(rows)} workloads of {title.split(',')[0]} read from {args.source}")
+        return
     import matplotlib
 
     matplotlib.use("Agg")
