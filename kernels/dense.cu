@@ -83,10 +83,11 @@ template <class T, class In, bool TRANS> __device__ void mm(const Args& a) {
 // a.x and the counts from a.out2. N (lists_n): a block stages LIST_ROWS rows of W one chunk at a
 // time in shared memory with the heads of its columns' lists, the next chunk's loads in flight
 // while this one adds; lane l of each warp takes row l and the warp 1/8 of the block's LIST_COLS
-// columns (128, or 64 where n <= 64: fewer registers), adding the staged W[l, r] of each listed r. Blocks of one row strip are adjacent
-// in the grid, so W's strip comes from DRAM once. T (lists_t):
-// a thread per output row i (a column of W), LIST_T_COLS columns per block side by side, adding
-// W[r, i] of each listed r (rows of W read coalesced). Sums run in list order: reproducible.
+// columns (128, or 64 where n <= 64: fewer registers), adding the staged W[l, r] of each listed
+// r. Blocks of one row strip are adjacent in the grid, so W's strip comes from DRAM once. T
+// (lists_t): a thread per output row i (a column of W), LIST_T_COLS columns per block side by
+// side, adding W[r, i] of each listed r (rows of W read coalesced). Sums run in list order:
+// reproducible.
 // Rows of S per list chunk (src/cuda/ops.rs passes the same): N stages a LIST_ROWS x 128 tile
 // of W per chunk (256 measured slower on most shapes); T stages nothing and pays per chunk, so
 // it takes 256, the most a byte offset holds (bench/NOTES.md, "Dense mm on events").

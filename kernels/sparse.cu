@@ -12,7 +12,8 @@
 //                       long rows, and a warp per listed row of a spike list
 //   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror
 //   N and T on events, n > 1: event_bits, B's events packed to bits, then a warp per output
-//                       line and 128 columns, half-warps on alternate entries
+//                       line and 128 columns (64 where n <= 64), parts of it on alternate
+//                       entries
 #include "active_lines.cuh"
 
 // ---------------------------------------------------------------- shapes
@@ -305,8 +306,8 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 // 32 entries, lane e loads entry e's source, weight and 16 bytes of bits (32 loads in flight)
 // into a shared stage; then the warp's halves (quarters where n <= 64) take alternate entries,
 // lane l of a part reading byte l of the entry's bits (columns 8l .. 8l + 7) and adding the
-// weight where a bit is set: 7.5 instructions per entry and 128 columns, no atomics, the same sum order every run (bench/NOTES.md, "spmm on
-// events").
+// weight where a bit is set: 7.5 instructions per entry and 128 columns, no atomics, the same
+// sum order every run (bench/NOTES.md, "spmm on events").
 #define BITS_COLS 128
 #define BITS_WORDS 4
 
