@@ -106,9 +106,13 @@ __device__ __forceinline__ int64_t listed_at(const Args& a, int64_t t, int64_t l
 
 // each: f(r, v) for every live input r < limit among the candidates first, first + stride, ...
 // each_line, for kernels whose warp walks a line: f(r, v, part, parts), the line's entries
-// shared by `parts` warps of which this one is `part` (line_entries). An input vector gives
-// each live line one warp; a spike list shares the grid's warps evenly among the listed lines,
-// so that a few long rows still fill the GPU.
+// shared by `parts` warps of which this one is `part` (line_entries), so that a few live lines,
+// long or not, still fill the GPU. An input vector: each block takes a run of candidates (a
+// thread each, runs just long enough for the grid to cover them once, at most a block), lists
+// the live ones in order from its warps' ballots, and its warps share every listed line. The
+// host sizes the grid to fill the GPU (src/cuda/ops.rs, line_blocks). A spike list shares the
+// grid's warps evenly among the listed lines.
+#define EACH_LINE_THREADS 256
 template <class In> struct Inputs {
     template <class A, class F> __device__ static void each(const Args& a, int64_t first, int64_t stride, int64_t limit, F f) {
         for (int64_t r = first; r < limit; r += stride) {
@@ -117,7 +121,24 @@ template <class In> struct Inputs {
         }
     }
     template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
-        each<A>(a, warp_id(), warps_in_grid(), limit, [&](int64_t r, A v) { f(r, v, 0, 1); });
+        __shared__ unsigned live[EACH_LINE_THREADS / 32];
+        __shared__ A values[EACH_LINE_THREADS];
+        const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+        const int64_t cover = (limit + gridDim.x - 1) / gridDim.x, run = cover < blockDim.x ? cover : blockDim.x;
+        for (int64_t base = blockIdx.x * run; base < limit; base += gridDim.x * run) {
+            const int64_t r = base + threadIdx.x;
+            const A v = threadIdx.x < run && r < limit ? value<A>(((const In*)a.x)[r * a.ldx], a.events) : A(0);
+            const unsigned ballot = __ballot_sync(0xffffffffu, v != A(0));
+            if (lane_id() == 0) live[warp] = ballot;
+            values[threadIdx.x] = v;
+            __syncthreads();
+            for (int w = 0; w < warps; w++)
+                for (unsigned b = live[w]; b; b &= b - 1) {
+                    const int t = w * 32 + __ffs(b) - 1;
+                    f(base + t, values[t], warp, warps);
+                }
+            __syncthreads();
+        }
     }
 };
 template <> struct Inputs<SpikeList> {

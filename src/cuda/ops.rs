@@ -95,6 +95,16 @@ fn list_warps(gpu: &super::Gpu, list: SpikeList) -> Grid {
 /// Warps per SM of the spike-list launches (a full SM holds 64).
 const LIST_WARPS_PER_SM: u64 = 64;
 
+/// Blocks for the warp-per-line kernels on an input vector: each block takes a run of the
+/// `lines` candidates and shares its live lines among its 8 warps (kernels/common.cuh,
+/// each_line), so that a few live lines still get many warps each. Four waves of blocks (runs
+/// of 8 candidates at least) measured best of 1-4 waves and runs of 1-16: plasticity pre on
+/// 100,000² 13.2 µs against 15.7 with one wave (bench/NOTES.md, "Plasticity").
+fn line_blocks(gpu: &super::Gpu, lines: usize) -> Grid {
+    let blocks = (lines as u64).div_ceil(LINE_RUN_MIN).min(gpu.multiprocessors as u64 * LINE_RUN_BLOCKS_PER_SM);
+    Grid::new((blocks, 1), (LINES_THREADS, 1))
+}
+
 /// Blocks of 8 warps, one warp per item (and `WARP_COLS` columns when n > 1).
 fn warp_grid(items: usize, n: usize) -> Grid {
     match n {
@@ -112,6 +122,9 @@ const LINES_THREADS: u32 = 256;
 const WARP_LINES: u64 = 32;
 /// Blocks per SM at most (their warps stride over the candidates beyond).
 const LINE_BLOCKS_PER_SM: u64 = 8;
+/// Candidates per block at least, and blocks per SM at most, of line_blocks.
+const LINE_RUN_MIN: u64 = 8;
+const LINE_RUN_BLOCKS_PER_SM: u64 = 32;
 
 /// y = beta·y over `rows` x `cols` elements of `dtype` (skipped when beta = 1): the pass before
 /// a scatter's atomics. beta = 0 on a contiguous y is a memset (a memset node in a graph):
@@ -195,7 +208,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
         SpmmT::Reference => Err(cpu_only(alg)),
         SpmmT::RowWarpScatter => {
             scale_output(s, &args, (a.k, 1), a.dtype)?;
-            gpu.launch(stream, gpu.kernel(SPMV_ROW_WARP_SCATTER, t, input)?, Grid::warps(a.m as u64), &args)
+            gpu.launch(stream, gpu.kernel(SPMV_ROW_WARP_SCATTER, t, input)?, line_blocks(gpu, a.m), &args)
         }
         SpmmT::Scatter if vector => active_lines(s, gpu.kernel(SPMV_SCATTER, t, input)?, args, a.m, a.k, a.dtype),
         SpmmT::Scatter => {
@@ -427,7 +440,7 @@ pub fn csr_plasticity(
     let (gpu, stream) = parts(s)?;
     let (args, input) = spike_args(spikes, Args { aux: trace.buf.addr(), lo, hi, ..csr_args(a) });
     let warps = |lines: usize| match spikes {
-        Spikes::Events(_) => Grid::warps(lines as u64),
+        Spikes::Events(_) => line_blocks(gpu, lines),
         Spikes::List(list) => list_warps(gpu, list),
     };
     let (t, e) = (Some(a.dtype), Some(input));
