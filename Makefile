@@ -217,8 +217,8 @@ bench-cpu: build $(BENCH_PY)
 	@$(BUILD)/cpu_step
 
 # ---------------------------------------------------------------- GPU
-# The bundle the GPU check runs on a machine without Rust: the library (fatbin for GPU_ARCHS),
-# the C/C++ suites, the Rust test executables, the examples, the overhead probe. `make gpu-check`
+# The bundle the GPU check runs on a machine without Rust: the library (fatbin for GPU_ARCHS,
+# also alone for the check's SASS inspection), the C/C++ suites, the Rust test executables, the examples, the overhead probe. `make gpu-check`
 # also runs it.
 GPU_ARCHS  ?= 90a
 GPU_TARGET := $(CURDIR)/target/gpu
@@ -231,6 +231,7 @@ gpu-bundle: $(NVCC_STAMP)
 	rm -rf $(GPU_DIR)/rust && mkdir -p $(GPU_DIR)/rust
 	strip --strip-debug -o $(GPU_DIR)/libevsparse.so $(GPU_TARGET)/release/libevsparse.so
 	ln -sf libevsparse.so $(GPU_DIR)/libevsparse.so.$(MAJOR)
+	cp $$(ls -t $(GPU_TARGET)/release/build/evsparse-*/out/evsparse.fatbin | head -n 1) $(GPU_DIR)/evsparse.fatbin
 	$(GPU_ENV) cargo test --release --no-run --message-format=json $(addprefix --test ,$(RUST_GPU_TESTS)) \
 	    | $(PYTHON) -c 'import json, sys; [print(m["target"]["name"], m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
 	    | while read name exe; do strip --strip-debug -o $(GPU_DIR)/rust/$$name $$exe; done

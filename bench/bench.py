@@ -48,6 +48,7 @@ class Evs:
         "evs_csr_destroy": ([P], i32),
         "evs_csr_analyse": ([P, P], i32),
         "evs_bsr_wrap": ([P, i64, i64, i64, i64, i64, VP, VP, i32, VP, PP], i32),
+        "evs_bsr_destroy": ([P], i32),
         "evs_spmv": ([P, i32, i32, D, P, P, D, P], i32),
         "evs_spmm": ([P, i32, i32, D, P, P, D, P], i32),
         "evs_yw2y": ([P, i32, D, P, P, D, P], i32),
@@ -189,9 +190,9 @@ class Table:
     def add(self, workload, ours, baseline, base_ms, nbytes=None, flops=None):
         """One row per entry of `ours` (from `measure`), each beside the same baseline."""
         for plan, ours_ms, graph_ms, chosen in ours:
-            if flops is not None:
+            if flops is not None:  # the FLOP time, or the byte time where given and longer
                 achieved = f"{flops / ours_ms / 1e9:.1f} TFLOP/s"
-                floor_ms = flops / (self.tflops * 1e12) * 1e3
+                floor_ms = max(flops / (self.tflops * 1e12), (nbytes or 0) / (self.bandwidth * 1e9)) * 1e3
             else:
                 achieved = f"{nbytes / ours_ms / 1e6:.0f} GB/s"
                 floor_ms = nbytes / (self.bandwidth * 1e9) * 1e3
@@ -580,34 +581,44 @@ def bench_step(evs, tab, quick):
 
 
 def bench_bsrmm(evs, tab, quick):
-    n = 8192
-    B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    Cm = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-    hb, hc = evs.dense(B), evs.dense(Cm)
     try:
         from torch.sparse._triton_ops import bsr_dense_mm
     except ImportError:
         bsr_dense_mm = None
-    for bs in (64, 128):
-        for density in (0.015, 0.10, 0.25, 0.50)[:1] if quick else (0.015, 0.10, 0.25, 0.50):
-            nb = n // bs
-            mask = torch.rand(nb, nb, device="cuda") < density
-            A = (torch.randn(n, n, device="cuda", dtype=torch.bfloat16) *
-                 mask.repeat_interleave(bs, 0).repeat_interleave(bs, 1))
-            bsr = A.to_sparse_bsr((bs, bs))
-            crow, col = bsr.crow_indices().int(), bsr.col_indices().int()
-            values = bsr.values().contiguous()
-            a = evs.out("evs_bsr_wrap", evs.ctx, nb, nb, bs, bs, col.numel(), crow.data_ptr(), col.data_ptr(), BF16,
-                        values.data_ptr())
-            ref = (A @ B).float()
-            ours = measure(evs, "bsrmm", lambda: evs.call("evs_bsrmm", evs.stream, 1.0, a, hb, 0.0, hc),
-                           lambda plan: check(f"bsrmm {plan}", Cm.float(), ref, tol=2e-2))
-            del ref
-            flops = 2 * col.numel() * bs * bs * n
-            label = f"bsrmm 8192³ bf16, blocks {bs}, {density * 100:g}% blocks"
-            tab.add(label, ours, "cuBLAS dense bf16", timed(lambda: A @ B), flops=flops)
-            if bsr_dense_mm is not None:
-                tab.add(label, ours[:1], "torch bsr_dense_mm (triton)", timed(lambda: bsr_dense_mm(bsr, B)), flops=flops)
+    square = [(8192, 8192, 8192, bs, density, torch.bfloat16)
+              for bs in (64, 128) for density in ((0.015,) if quick else (0.015, 0.10, 0.25, 0.50))]
+    more = [(8192, 8192, 8192, 32, 0.10, torch.bfloat16), (8192, 8192, 8192, 16, 0.10, torch.bfloat16),
+            (8192, 8192, 8192, 128, 0.25, torch.float16), (8192, 8192, 8192, 64, 0.10, torch.float16),
+            (4096, 14336, 8192, 64, 0.10, torch.bfloat16), (16384, 16384, 1024, 128, 0.10, torch.bfloat16)]
+    for m, k, n, bs, density, dtype in square + ([] if quick else more):
+        B = torch.randn(k, n, device="cuda", dtype=dtype)
+        Cm = torch.empty(m, n, device="cuda", dtype=dtype)
+        hb, hc = evs.dense(B), evs.dense(Cm)
+        mb, kb = m // bs, k // bs
+        mask = torch.rand(mb, kb, device="cuda") < density
+        A = torch.randn(m, k, device="cuda", dtype=dtype) * mask.repeat_interleave(bs, 0).repeat_interleave(bs, 1)
+        bsr = A.to_sparse_bsr((bs, bs))
+        crow, col = bsr.crow_indices().int(), bsr.col_indices().int()
+        values = bsr.values().contiguous()
+        a = evs.out("evs_bsr_wrap", evs.ctx, mb, kb, bs, bs, col.numel(), crow.data_ptr(), col.data_ptr(),
+                    BF16 if dtype == torch.bfloat16 else F16, values.data_ptr())
+        ref = (A @ B).float()
+        ours = measure(evs, "bsrmm", lambda: evs.call("evs_bsrmm", evs.stream, 1.0, a, hb, 0.0, hc),
+                       lambda plan: check(f"bsrmm {plan}", Cm.float(), ref, tol=2e-2))
+        del ref
+        flops = 2 * col.numel() * bs * bs * n
+        # A's blocks, the rows of B they reference, C written once
+        nbytes = 2 * (col.numel() * bs * bs + int(mask.any(0).sum()) * bs * n + m * n)
+        shape = f"{m}³" if m == k == n else f"{m}×{k}×{n}"
+        label = f"bsrmm {shape} {'bf16' if dtype == torch.bfloat16 else 'f16'}, blocks {bs}, {density * 100:g}% blocks"
+        tab.add(label, ours, "cuBLAS dense", timed(lambda: A @ B), nbytes=nbytes, flops=flops)
+        if bsr_dense_mm is not None:
+            tab.add(label, ours[:1], "torch bsr_dense_mm (triton)", timed(lambda: bsr_dense_mm(bsr, B)), nbytes=nbytes,
+                    flops=flops)
+        for h in (hb, hc):
+            evs.call("evs_dense_destroy", h)
+        evs.call("evs_bsr_destroy", a)
+        del A, B, Cm, bsr, values
 
 
 MISMATCHES = []

@@ -3,6 +3,9 @@
 // bm x bk, row-major); B in x (K x N), C in y. m/k hold bm/bk, n the columns N, ldaux the
 // number of block rows.
 #include "mma_tile.cuh"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "hopper.cuh"
+#endif
 
 // Any dtype, any alignment: one thread per output element, 4 rows x 64 columns per block.
 template <class T, class TC> __device__ void bsrmm_simt(const Args& a) {
@@ -97,11 +100,138 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
     });
 }
 
+// f16/bf16 on Hopper's tensor cores (sm_90a; blocks of 64 or 128 rows and a multiple of 64
+// columns; B and A's values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384
+// threads computes tiles of C of TILE_ROWS x 256: 64 rows for 64-row blocks, 128 for 128-row
+// ones; the grid is persistent (a block per SM). Warpgroup 0 is the producer: one thread walks
+// its tiles' block rows' stored blocks in slices
+// of WG_BK columns and loads each slice of A (TILE_ROWS x 64) and the B rows it meets (64 x TILE_COLS,
+// in 64-column boxes) into a ring of WG_STAGES stages, 128-byte swizzled. Warpgroups 1 and 2
+// consume: each multiplies its part with four m64nNk16 wgmmas per stage (of a 128-row tile,
+// rows 64g, N = 256; of a 64-row one, columns 128g, N = 128), then frees the stage. full[s] completes
+// when a stage's bytes have landed, empty[s] when both consumers are done with it.
+#define WG_STAGES 4
+#define WG_BK 64              // K per stage: one 128-byte swizzle row of f16/bf16
+#define WG_TILE_COLS 256
+#define WG_BOX 64             // columns of one TMA box of B (128 bytes)
+#define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
+#define WG_THREADS 384
+
+// Which tile block b of the grid computes: groups of WG_GROUP_COLS columns in turn, and within
+// a group the strips (TILE_ROWS rows of a block row) vary slowest, so that the blocks running at
+// once read the same slab of B (held in L2) while A streams.
+struct WgTile {
+    int64_t block_row, row, col;  // block row, first row within it, first column of C
+};
+template <int TILE_ROWS> __device__ WgTile wg_tile(const Args& a, int64_t b) {
+    constexpr int TILE_COLS = WG_TILE_COLS, GROUP = WG_GROUP_COLS / TILE_COLS;
+    const int64_t strips_per_row = a.m / TILE_ROWS, strips = a.ldaux * strips_per_row;
+    const int64_t tiles_n = (a.n + TILE_COLS - 1) / TILE_COLS, first = b / (strips * GROUP) * GROUP;
+    const int64_t width = min((int64_t)GROUP, tiles_n - first), rest = b - first * strips;
+    const int64_t strip = rest / width;
+    return {strip / strips_per_row, strip % strips_per_row * TILE_ROWS, (first + rest % width) * TILE_COLS};
+}
+
+template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using namespace hopper;
+    constexpr int TILE_COLS = WG_TILE_COLS, N = TILE_ROWS == 128 ? 256 : 128, A_BYTES = TILE_ROWS * WG_BK * 2, B_BYTES = WG_BK * TILE_COLS * 2;
+    constexpr int STAGE_BYTES = A_BYTES + B_BYTES, BOX_BYTES = WG_BK * WG_BOX * 2;
+    extern __shared__ uint8_t raw[];
+    uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
+    __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
+
+    const int64_t slices = a.k / WG_BK, tiles = a.ldaux * (a.m / TILE_ROWS) * ((a.n + TILE_COLS - 1) / TILE_COLS);
+    const int warpgroup = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < WG_STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
+        barrier_init_fence();
+    }
+    __syncthreads();
+
+    // The grid is persistent: block b takes tiles b, b + gridDim.x, ...; the ring's step count t
+    // runs on across tiles, so the producer loads the next tile while the consumers store.
+    if (warpgroup == 0) {  // producer
+        registers_down<40>();
+        if (threadIdx.x != 0) return;
+        int64_t t = 0;
+        for (int64_t b = blockIdx.x; b < tiles; b += gridDim.x) {
+            const WgTile tile = wg_tile<TILE_ROWS>(a, b);
+            const int64_t first = row_start(a, tile.block_row), steps = (row_start(a, tile.block_row + 1) - first) * slices;
+            for (int64_t step = 0; step < steps; step++, t++) {
+                const int s = t % WG_STAGES;
+                const int64_t jb = first + step / slices, q = step % slices * WG_BK;
+                if (t >= WG_STAGES) barrier_wait(&empty[s], (t / WG_STAGES - 1) & 1);
+                uint8_t* stage = ring + s * STAGE_BYTES;
+                barrier_expect(&full[s], STAGE_BYTES);
+                tma_load_2d(stage, a_map, &full[s], (int)q, (int)(jb * a.m + tile.row));
+                const int b_row = (int)(a.indices[jb] * a.k + q);
+                for (int i = 0; i < TILE_COLS / WG_BOX; i++)
+                    tma_load_2d(stage + A_BYTES + i * BOX_BYTES, b_map, &full[s], (int)(tile.col + i * WG_BOX), b_row);
+            }
+        }
+        return;
+    }
+
+    registers_up<232>();
+    const int g = warpgroup - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+    const int a_part = TILE_ROWS == 128 ? g * 64 * 128 : 0;          // bytes: 64 rows of 128
+    const int b_part = TILE_ROWS == 128 ? 0 : g * 2 * BOX_BYTES;     // two boxes of 64 columns
+    const bool pairs = pairs_aligned<TC>(a.y, a.ldy);
+    int64_t t = 0;
+    for (int64_t b = blockIdx.x; b < tiles; b += gridDim.x) {
+        const WgTile tile = wg_tile<TILE_ROWS>(a, b);
+        const int64_t steps = (row_start(a, tile.block_row + 1) - row_start(a, tile.block_row)) * slices;
+        float d[N / 2];
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) d[i] = 0.f;
+        for (int64_t step = 0; step < steps; step++, t++) {
+            const int s = t % WG_STAGES;
+            barrier_wait(&full[s], (t / WG_STAGES) & 1);
+            const uint8_t* stage = ring + s * STAGE_BYTES;
+            wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < WG_BK / 16; k++)  // A advances 16 columns (32 B), B 16 rows (2 KB)
+                wgmma_m64k16<T, N>(d, sw128_desc(stage + a_part + k * 32, 16, 1024),
+                                    sw128_desc(stage + A_BYTES + b_part + k * 16 * 128, BOX_BYTES, 1024));
+            wgmma_commit();
+            // one group stays in flight: the previous stage's wgmmas are done, free its slot
+            wgmma_wait<1>();
+            if (lane == 0 && step > 0) barrier_arrive(&empty[(t - 1) % WG_STAGES]);
+        }
+        wgmma_wait<0>();
+        if (lane == 0 && steps > 0) barrier_arrive(&empty[(t - 1) % WG_STAGES]);
+        // d[4i + 2h + e] holds row 16 warp + lane / 4 + 8 h, column 8 i + 2 (lane % 4) + e.
+        const int64_t row = tile.block_row * a.m + tile.row + (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
+        const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * 128) + 2 * (lane % 4);
+#pragma unroll
+        for (int i = 0; i < N / 8; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                TC* slot = (TC*)a.y + (row + 8 * h) * a.ldy + col + 8 * i;
+                const int64_t left = a.n - (col + 8 * i);
+                if (pairs && left >= 2) {
+                    Pair<TC> p = a.beta != 0.0 ? *(const Pair<TC>*)slot : Pair<TC>{};
+                    blend(&p.v[0], d[4 * i + 2 * h], a), blend(&p.v[1], d[4 * i + 2 * h + 1], a);
+                    *(Pair<TC>*)slot = p;
+                } else {
+                    for (int e = 0; e < 2 && e < left; e++) blend(slot + e, d[4 * i + 2 * h + e], a);
+                }
+            }
+    }
+#endif
+}
+
 #define BSRMM(T, TN, TC, TCN)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256) bsrmm_simt_##TN##_##TCN(Args a) { bsrmm_simt<T, TC>(a); }
 #define BSRMM_TC(T, TN, TC, TCN)                                                                                   \
     extern "C" __global__ void __launch_bounds__(128) bsrmm_wmma_##TN##_##TCN(Args a) { bsrmm_wmma<T, TC>(a); }   \
-    extern "C" __global__ void __launch_bounds__(256) bsrmm_tiled_##TN##_##TCN(Args a) { bsrmm_tiled<T, TC>(a); }
+    extern "C" __global__ void __launch_bounds__(256) bsrmm_tiled_##TN##_##TCN(Args a) { bsrmm_tiled<T, TC>(a); }   \
+    extern "C" __global__ void __launch_bounds__(WG_THREADS, 1) bsrmm_wgmma_##TN##_##TCN(                          \
+        const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map, Args a) {                 \
+        if (a.m % 128 == 0) bsrmm_wgmma<T, TC, 128>(&a_map, &b_map, a);                                             \
+        else bsrmm_wgmma<T, TC, 64>(&a_map, &b_map, a);                                                             \
+    }
 #define BSRMM_OUTS(X, T, TN) X(T, TN, T, TN) X(T, TN, float, f32)
 BSRMM_OUTS(BSRMM, f16, f16)
 BSRMM_OUTS(BSRMM, bf16, bf16)

@@ -40,6 +40,12 @@ struct Args {
     double alpha, beta, homo, lo, hi;
 };
 
+// A TMA tensor map (the driver's CUtensorMap: 128 opaque bytes), passed by value to the kernels
+// that take one, as a __grid_constant__ parameter before their Args.
+struct alignas(64) TensorMap {
+    uint64_t opaque[16];
+};
+
 // ---------------------------------------------------------------- dtypes
 // f16/bf16 accumulate in f32, f64 in f64 (SPEC §3).
 template <class T> struct AccOf { typedef float type; };

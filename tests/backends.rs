@@ -525,11 +525,14 @@ fn bsrmm_matches_cpu() {
 fn bsrmm_cases(p: &mut Pair) {
     for t in [DType::F16, DType::BF16, DType::F32] {
         for out_t in [t, DType::F32] {
-            for (bm, bk) in [(16, 16), (32, 16), (16, 64), (64, 32), (64, 16), (128, 64), (128, 128)] {
-                let (mb, kb) = (1 + p.rng.below(4), 1 + p.rng.below(4));
-                // multiples of 16 take the tensor-core paths for f16/bf16 (shared-memory tiles
-                // of 128 columns from 64 x 32 blocks up), others the fallback
-                let n = [16, 48, 80, 144, 272, 7, 33][p.rng.below(7)];
+            for (bm, bk) in
+                [(16, 16), (32, 16), (16, 64), (64, 32), (64, 16), (64, 64), (64, 128), (128, 64), (128, 128)]
+            {
+                let (mb, kb) = (1 + p.rng.below(5), 1 + p.rng.below(4));
+                // multiples of 16 take the WMMA paths for f16/bf16 (shared-memory tiles of 128
+                // columns from 64 x 32 blocks up), multiples of 8 the Hopper path (tiles of 128
+                // or 256 columns, 512 columns to a group: 520 spans two), others the fallback
+                let n = [16, 48, 80, 144, 272, 7, 33, 40, 520][p.rng.below(9)];
                 let mut indptr = vec![0i32];
                 let mut indices = vec![];
                 for _ in 0..mb {

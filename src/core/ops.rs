@@ -378,7 +378,8 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
     match s.ctx.backend {
         Backend::Cpu(_) => cpu::bsrmm(s, alpha, a, b, beta, c),
         Backend::Cuda(_) => {
-            let call = plan::BsrmmCall { dtype, bm: a.bm, bk: a.bk, aligned: cuda::bsrmm_aligned(a, b) };
+            let (aligned, tma) = (cuda::bsrmm_aligned(a, b), cuda::bsrmm_tma(s, a, b));
+            let call = plan::BsrmmCall { dtype, bm: a.bm, bk: a.bk, aligned, tma };
             let alg = gpu_plan(s, plan::choose_bsrmm(&call), |alg| call.fits(alg))?;
             cuda::bsrmm(s, alg, alpha, a, b, beta, c)
         }

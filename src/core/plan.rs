@@ -181,6 +181,11 @@ algorithms! {
     }
     /// Block-sparse times dense.
     Bsrmm = "bsrmm" {
+        /// Hopper's tensor cores (sm_90): wgmma from shared memory fed by TMA through a
+        /// 4-stage pipeline, a producer and two consumer warpgroups; 64 x 256 or 128 x 256 tiles
+        /// of C (f16/bf16, blocks of 64 or 128 rows and 64 or 128 columns, 16-byte aligned
+        /// operands).
+        Wgmma = "wgmma" on Gpu,
         /// Tensor cores, 64 x 128 tiles of C staged through shared memory (f16/bf16, blocks of
         /// at least 64 x 32, aligned operands).
         Tiled = "tiled" on Gpu,
@@ -436,6 +441,8 @@ pub struct BsrmmCall {
     pub bk: usize,
     /// B's columns, its row stride and both base pointers are aligned for WMMA loads.
     pub aligned: bool,
+    /// An sm_90 device, and operands TMA can address (`cuda::bsrmm_tma`).
+    pub tma: bool,
 }
 
 impl BsrmmCall {
@@ -445,6 +452,9 @@ impl BsrmmCall {
 
     pub fn fits(&self, alg: Bsrmm) -> bool {
         match alg {
+            Bsrmm::Wgmma => {
+                matches!(self.dtype, DType::F16 | DType::BF16) && self.tma && self.bm >= 64 && self.bk >= 64
+            }
             Bsrmm::Tiled => self.tensor_cores() && self.bm >= 64 && self.bk >= 32,
             Bsrmm::Wmma => self.tensor_cores(),
             Bsrmm::Simt | Bsrmm::Reference => true,
@@ -453,7 +463,8 @@ impl BsrmmCall {
     }
 }
 
-/// The fastest path that fits (measured in issue #3: tiled 59-103 TFLOP/s, wmma ~18).
+/// The fastest path that fits (8192³ bf16, blocks 64 and 128, 1.5-50 %: wgmma 108-513 TFLOP/s,
+/// tiled 56-102, wmma ~18; bench/NOTES.md, "bsrmm on Hopper").
 pub fn choose_bsrmm(call: &BsrmmCall) -> Bsrmm {
     *Bsrmm::ALL.iter().find(|&&a| call.fits(a)).expect("simt fits every call")
 }
@@ -611,7 +622,11 @@ mod tests {
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float), DenseMm::Tiled);
         assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events), DenseMm::EventLists);
         assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);
-        let call = |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned };
+        let call = |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned, tma: false };
+        let hopper = |dtype, bm, bk| BsrmmCall { dtype, bm, bk, aligned: true, tma: true };
+        assert_eq!(choose_bsrmm(&hopper(DType::BF16, 64, 128)), Bsrmm::Wgmma);
+        assert_eq!(choose_bsrmm(&hopper(DType::F16, 128, 32)), Bsrmm::Tiled);
+        assert_eq!(choose_bsrmm(&hopper(DType::F32, 128, 128)), Bsrmm::Simt);
         assert_eq!(choose_bsrmm(&call(DType::BF16, 64, 64, true)), Bsrmm::Tiled);
         assert_eq!(choose_bsrmm(&call(DType::F16, 16, 16, true)), Bsrmm::Wmma);
         assert_eq!(choose_bsrmm(&call(DType::F16, 64, 64, false)), Bsrmm::Simt);

@@ -62,6 +62,7 @@ families! {
     CSR_POST = "csr_post",
     DENSE_PRE = "dense_pre",
     DENSE_POST = "dense_post",
+    BSRMM_WGMMA = "bsrmm_wgmma",
     BSRMM_TILED = "bsrmm_tiled",
     BSRMM_WMMA = "bsrmm_wmma",
     BSRMM_SIMT = "bsrmm_simt",

@@ -82,6 +82,55 @@ impl Default for Args {
     }
 }
 
+/// A TMA tensor map (kernels/common.cuh, `TensorMap`): 128 opaque bytes the driver encodes.
+#[repr(C, align(64))]
+pub struct TensorMap(sys::CUtensorMap);
+
+impl TensorMap {
+    /// A 2-D row-major tensor of `dtype` (2-byte elements) at `base`, `rows` x `cols` with rows
+    /// `row_bytes` apart, read in boxes of `box_cols` x `box_rows` into shared memory with the
+    /// 128-byte swizzle (box_cols x 2 must be 128). TMA needs `base` and `row_bytes` on 16
+    /// bytes and each extent below 2^32 (the caller checks; the driver's refusal is an error).
+    pub fn swizzled_2d(
+        gpu: &Gpu,
+        dtype: DType,
+        base: u64,
+        (rows, cols, row_bytes): (u64, u64, u64),
+        (box_rows, box_cols): (u32, u32),
+    ) -> Result<TensorMap> {
+        use sys::CUtensorMapDataType::*;
+        let element = match dtype {
+            DType::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            DType::BF16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            _ => return Err(Error::internal(format!("no tensor map for {}", dtype.name()))),
+        };
+        let (dims, strides, boxes, unit) = ([cols, rows], [row_bytes], [box_cols, box_rows], [1u32, 1]);
+        // SAFETY: an all-zero CUtensorMap is a valid value to be overwritten by the encoder.
+        let mut map: sys::CUtensorMap = unsafe { std::mem::zeroed() };
+        let _scope = gpu.enter()?; // the encoder wants a current context
+                                   // SAFETY: every array holds the rank's (2) entries, strides rank - 1; the encoder only
+                                   // writes `map` and reads the arrays.
+        let r = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                element,
+                2,
+                base as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                unit.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        check(r, "encoding a TMA tensor map")?;
+        Ok(TensorMap(map))
+    }
+}
+
 /// Launch shape: blocks in x and y, threads per block in x and y.
 #[derive(Clone, Copy)]
 pub struct Grid {
@@ -128,6 +177,46 @@ impl Gpu {
 
     /// Queues `function` on `stream`; empty grids launch nothing.
     pub(crate) fn launch(&self, stream: sys::CUstream, function: Function, grid: Grid, args: &Args) -> Result<()> {
+        let mut params = [args as *const Args as *mut c_void];
+        // SAFETY: the kernel takes one `Args` by value, which params points to.
+        unsafe { self.launch_params(stream, function, grid, &mut params, 0) }
+    }
+
+    /// Queues a kernel that takes two TMA tensor maps and then `Args`, with `shared_bytes` of
+    /// dynamic shared memory.
+    pub(crate) fn launch_with_maps(
+        &self,
+        stream: sys::CUstream,
+        function: Function,
+        grid: Grid,
+        maps: [&TensorMap; 2],
+        args: &Args,
+        shared_bytes: u32,
+    ) -> Result<()> {
+        let mut params = [
+            maps[0] as *const TensorMap as *mut c_void,
+            maps[1] as *const TensorMap as *mut c_void,
+            args as *const Args as *mut c_void,
+        ];
+        let _scope = self.enter()?;
+        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: a plain attribute of a loaded function, in its context.
+        check(unsafe { sys::cuFuncSetAttribute(function.0, attribute, shared_bytes as i32) }, "sizing shared memory")?;
+        // SAFETY: the kernel's parameters are two tensor maps and one `Args`, which params
+        // points to in order.
+        unsafe { self.launch_params(stream, function, grid, &mut params, shared_bytes) }
+    }
+
+    /// # Safety
+    /// `params` must point to the kernel's parameters, in order and of their types.
+    unsafe fn launch_params(
+        &self,
+        stream: sys::CUstream,
+        function: Function,
+        grid: Grid,
+        params: &mut [*mut c_void],
+        shared_bytes: u32,
+    ) -> Result<()> {
         if grid.is_empty() {
             return Ok(());
         }
@@ -135,9 +224,8 @@ impl Gpu {
             return Err(Error::not_supported("the problem is too large for one kernel launch"));
         }
         let (blocks_x, blocks_y) = (grid.blocks.0 as u32, grid.blocks.1 as u32);
-        let mut params = [args as *const Args as *mut c_void];
         let _scope = self.enter()?;
-        // SAFETY: the kernel takes one `Args` by value, which params points to.
+        // SAFETY: the caller vouches for params.
         let r = unsafe {
             sys::cuLaunchKernel(
                 function.0,
@@ -147,7 +235,7 @@ impl Gpu {
                 grid.threads.0,
                 grid.threads.1,
                 1,
-                0,
+                shared_bytes,
                 stream,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),

@@ -3,7 +3,7 @@
 
 use super::driver::{check, Function};
 use super::kernels::*;
-use super::launch::{Args, Grid, MAX_GRID_Y, THREADS};
+use super::launch::{Args, Grid, TensorMap, MAX_GRID_Y, THREADS};
 use super::{parts, scratch};
 use crate::core::bsr::Bsr;
 use crate::core::context::Stream;
@@ -502,6 +502,49 @@ pub fn bsrmm_aligned(a: &Bsr, b: &Dense) -> bool {
     b.cols % 16 == 0 && b.ld % 16 == 0 && b.buf.addr() % 32 == 0 && a.values.buf.addr() % 32 == 0
 }
 
+/// Whether bsrmm's Hopper path can address A's values and B through TMA: an sm_90 device, both
+/// bases and B's row stride on 16 bytes, and every row coordinate within i32.
+pub fn bsrmm_tma(s: &Stream, a: &Bsr, b: &Dense) -> bool {
+    let Ok((gpu, _)) = parts(s) else { return false };
+    let esize = a.values.dtype.size();
+    gpu.compute_capability == 90
+        && a.values.buf.addr() % 16 == 0
+        && b.buf.addr() % 16 == 0
+        && (b.ld * esize) % 16 == 0
+        && ((a.nnzb * a.bm) as u64) < i32::MAX as u64
+        && (b.rows as u64) < i32::MAX as u64
+        && (b.cols as u64) < i32::MAX as u64
+}
+
+/// Shape of bsrmm's Hopper kernel (kernels/bsr.cu, bsrmm_wgmma): its threads, the columns of a
+/// tile of C, the K of a pipeline stage, the stages, and the columns of a TMA box of B.
+const WG_THREADS: u32 = 384;
+const WG_TILE_COLS: u64 = 256;
+const WG_BK: u64 = 64;
+const WG_STAGES: u64 = 4;
+const WG_BOX: u32 = 64;
+
+/// bsrmm on Hopper: tensor maps over A's values (boxes of a tile's rows x 64 columns) and over B
+/// (64 x 64), tiles of 64 x 256 (64-row blocks) or 128 x 256 (128-row blocks).
+fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let esize = a.values.dtype.size() as u64;
+    let tile_m: u64 = if a.bm % 128 == 0 { 128 } else { 64 };
+    let tile_n = WG_TILE_COLS;
+    let values = ((a.nnzb * a.bm) as u64, a.bk as u64, a.bk as u64 * esize);
+    let a_map =
+        TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (tile_m as u32, WG_BK as u32))?;
+    let b_shape = (b.rows as u64, b.cols as u64, b.ld as u64 * esize);
+    let b_map = TensorMap::swizzled_2d(gpu, b.dtype, b.buf.addr(), b_shape, (WG_BK as u32, WG_BOX))?;
+    let tiles = (a.rows() as u64 / tile_m) * (c.cols as u64).div_ceil(tile_n);
+    let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
+                                                        // the ring of stages, and 1 KB to align it to the swizzle atoms
+    let shared = WG_STAGES * (tile_m + tile_n) * WG_BK * esize + 1024;
+    let function = gpu.kernel(BSRMM_WGMMA, Some(a.values.dtype), Some(c.dtype))?;
+    let grid = Grid::new((blocks, 1), (WG_THREADS, 1));
+    gpu.launch_with_maps(stream, function, grid, [&a_map, &b_map], args, shared as u32)
+}
+
 /// bsrmm with the algorithm the plan chose (`core::plan::BsrmmCall` says which fit).
 pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -> Result<()> {
     let (gpu, stream) = parts(s)?;
@@ -525,6 +568,7 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
     let (rows, n) = (a.rows() as u64, c.cols as u64);
     let (family, grid) = match alg {
         Bsrmm::BlockGemm | Bsrmm::Reference => return Err(cpu_only(alg)),
+        Bsrmm::Wgmma => return bsrmm_wgmma(s, a, b, c, &args),
         // 64 x 128 tiles of C staged through shared memory, one 64-row strip of a block row each
         Bsrmm::Tiled => (BSRMM_TILED, Grid::new((n.div_ceil(128), rows / 64), (256, 1))),
         Bsrmm::Wmma => (BSRMM_WMMA, Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1))),

@@ -1,0 +1,264 @@
+// Tuning probe for bsrmm on Hopper (issue #11): bf16 BSR x dense B with wgmma from shared
+// memory, TMA loads into a 4-stage mbarrier pipeline, a producer warpgroup and two consumer
+// warpgroups. Checked against a plain f32 kernel; timed beside the same problem as a dense
+// cuBLAS-free reference of useful FLOPs. Build and run on the GPU machine:
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_bsr_wgmma.cu -lcuda -o /tmp/p && /tmp/p
+#include "probe.cuh"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <random>
+
+typedef __nv_bfloat16 bf16;
+
+// ------------------------------------------------------------------ PTX wrappers
+__device__ __forceinline__ uint32_t smem(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void bar_init(uint64_t* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(count));
+}
+__device__ __forceinline__ void bar_expect(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(bar)) : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n .reg .pred done;\n WAIT:\n"
+        " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        " @!done bra WAIT;\n}" ::"r"(smem(bar)),
+        "r"(parity)
+        : "memory");
+}
+// A 2-D box of the tensor at `map` whose first element is (col, row) into shared memory at dst,
+// completing `bar`'s transaction bytes.
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, int col, int row) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+            smem(dst)),
+        "l"(map), "r"(smem(bar)), "r"(col), "r"(row)
+        : "memory");
+}
+
+// Shared-memory matrix descriptor of a 128-byte-swizzled operand: start address, leading and
+// stride byte offsets (PTX ISA, "Matrix Descriptor Format").
+__device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t lead, uint32_t stride) {
+    return (uint64_t)((smem(p) & 0x3FFFF) >> 4) | (uint64_t)(lead >> 4) << 16 | (uint64_t)(stride >> 4) << 32 |
+           1ull << 62;
+}
+
+#define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+// d (64 x 128, f32, the m64n128 fragment) += A (64 x 16, K-major) · B (16 x 128, N-major).
+__device__ __forceinline__ void wgmma_m64n128k16(float* d, uint64_t a, uint64_t b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%"
+        "29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%"
+        "57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 1;\n}"
+        : R8(0), R8(8), R8(16), R8(24), R8(32), R8(40), R8(48), R8(56)
+        : "l"(a), "l"(b), "r"(1));
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+template <int R> __device__ __forceinline__ void set_registers_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R)); }
+template <int R> __device__ __forceinline__ void set_registers_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R)); }
+
+// ------------------------------------------------------------------ the kernel
+#define STAGES 4
+#define BK 64           // K per stage: one 128-byte swizzle row of bf16
+#define TILE_ELEMS 16384  // TILE_M x TILE_N
+#define GROUP_COLS 512  // columns of C the concurrent blocks share (B's slab stays in L2)
+
+struct Bsr {
+    const int *indptr, *indices;
+    int block_rows, bm, bk, n, ldc;
+    bf16* c;
+};
+
+// TILE_M = 64 (blocks of 64 rows): a 64 x 256 tile, consumer g takes columns 128g..
+// TILE_M = 128: a 128 x 128 tile, consumer g takes rows 64g..
+template <int TILE_M> __global__ void __launch_bounds__(384, 1)
+    bsrmm_wgmma(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, Bsr p) {
+    constexpr int TILE_N = TILE_ELEMS / TILE_M, A_BYTES = TILE_M * BK * 2, B_BYTES = BK * TILE_N * 2;
+    constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    extern __shared__ uint8_t raw[];
+    uint8_t* stage = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
+    __shared__ uint64_t full[STAGES], empty[STAGES];
+
+    // Rasterize: groups of GROUP_COLS columns; within a group, strips vary slowest.
+    const int strips_per_row = p.bm / TILE_M, strips = p.block_rows * strips_per_row;
+    const int tiles_n = (p.n + TILE_N - 1) / TILE_N, group = GROUP_COLS / TILE_N;
+    const int g0 = blockIdx.x / (strips * group) * group, in_group = min(group, tiles_n - g0);
+    const int rem = blockIdx.x - g0 * strips;
+    const int strip = rem / in_group, tile_n = g0 + rem % in_group;
+    const int ib = strip / strips_per_row, r0 = (strip % strips_per_row) * TILE_M, c0 = tile_n * TILE_N;
+    const int jb_begin = p.indptr[ib], jb_end = p.indptr[ib + 1], k_steps = (jb_end - jb_begin) * (p.bk / BK);
+
+    const int wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], 8);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {  // producer
+        set_registers_dec<40>();
+        if (threadIdx.x == 0) {
+            for (int t = 0; t < k_steps; t++) {
+                const int s = t % STAGES, jb = jb_begin + t / (p.bk / BK), q = (t % (p.bk / BK)) * BK;
+                if (t >= STAGES) bar_wait(&empty[s], ((t / STAGES) - 1) & 1);
+                uint8_t* st = stage + s * STAGE_BYTES;
+                bar_expect(&full[s], STAGE_BYTES);
+                tma_load(st, &a_map, &full[s], q, jb * p.bm + r0);
+                const int b_row = p.indices[jb] * p.bk + q;
+                for (int i = 0; i < TILE_N / 64; i++) tma_load(st + A_BYTES + i * 8192, &b_map, &full[s], c0 + i * 64, b_row);
+            }
+        }
+        return;
+    }
+    set_registers_inc<232>();
+    const int g = wg - 1;
+    const int a_off = TILE_M == 128 ? g * 64 * 128 : 0;  // bytes: 64 rows of 128 B
+    const int b_off = TILE_M == 128 ? 0 : g * 2 * 8192;  // two 64-column boxes
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) d[i] = 0.f;
+    for (int t = 0; t < k_steps; t++) {
+        const int s = t % STAGES;
+        bar_wait(&full[s], (t / STAGES) & 1);
+        const uint8_t* st = stage + s * STAGE_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < BK / 16; k++)
+            wgmma_m64n128k16(d, sw128_desc(st + a_off + k * 32, 16, 1024),
+                             sw128_desc(st + A_BYTES + b_off + k * 16 * 128, 8192, 1024));
+        wgmma_commit();
+        wgmma_wait<0>();
+        if (threadIdx.x % 32 == 0) bar_arrive(&empty[s]);
+    }
+    // Epilogue: fragment row = 16 warp + lane / 4 (+ 8), column = 8 i + 2 (lane % 4) (+ 1).
+    const int w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int row0 = ib * p.bm + r0 + (TILE_M == 128 ? g * 64 : 0) + w * 16 + lane / 4;
+    const int col0 = c0 + (TILE_M == 128 ? 0 : g * 128) + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        const int col = col0 + 8 * i;
+        if (col >= p.n) continue;
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            *(__nv_bfloat162*)(p.c + (int64_t)(row0 + 8 * h) * p.ldc + col) = __floats2bfloat162_rn(d[4 * i + 2 * h], d[4 * i + 2 * h + 1]);
+    }
+}
+
+// Reference: a thread per element of C, f32.
+__global__ void reference(const int* indptr, const int* indices, const bf16* values, const bf16* b, int bm, int bk,
+                          int rows, int n, float* c) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y;
+    if (col >= n || row >= rows) return;
+    const int ib = row / bm, r = row % bm;
+    float acc = 0;
+    for (int jb = indptr[ib]; jb < indptr[ib + 1]; jb++)
+        for (int q = 0; q < bk; q++)
+            acc += __bfloat162float(values[((int64_t)jb * bm + r) * bk + q]) *
+                   __bfloat162float(b[((int64_t)indices[jb] * bk + q) * n + col]);
+    c[(int64_t)row * n + col] = acc;
+}
+
+static CUtensorMap tensor_map(const void* base, uint64_t cols, uint64_t rows, uint64_t row_bytes, uint32_t box_cols,
+                              uint32_t box_rows) {
+    CUtensorMap map;
+    cuuint64_t dims[2] = {cols, rows}, strides[1] = {row_bytes};
+    cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
+    CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void*)base, dims, strides, box, unit,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) printf("cuTensorMapEncodeTiled: %d\n", (int)r), exit(1);
+    return map;
+}
+
+struct Problem {
+    int m, k, n, bm, bk;
+    double density;
+};
+
+void run(Problem pr, bool time_it) {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-1, 1);
+    const int block_rows = pr.m / pr.bm, block_cols = pr.k / pr.bk;
+    std::vector<int> indptr{0}, indices;
+    std::bernoulli_distribution keep(pr.density);
+    for (int i = 0; i < block_rows; i++) {
+        if (i == 1) {  // an empty block row
+            indptr.push_back((int)indices.size());
+            continue;
+        }
+        for (int j = 0; j < block_cols; j++)
+            if (keep(rng) || i == 2) indices.push_back(j);  // row 2 full
+        indptr.push_back((int)indices.size());
+    }
+    const int64_t nnzb = indices.size();
+    std::vector<bf16> values(nnzb * pr.bm * pr.bk), b((int64_t)pr.k * pr.n);
+    for (auto& v : values) v = __float2bfloat16(u(rng));
+    for (auto& v : b) v = __float2bfloat16(u(rng));
+    int *d_indptr = upload(indptr), *d_indices = upload(indices);
+    bf16 *d_values = upload(values), *d_b = upload(b), *d_c;
+    float* d_ref;
+    CK(cudaMalloc(&d_c, (int64_t)pr.m * pr.n * 2));
+    CK(cudaMalloc(&d_ref, (int64_t)pr.m * pr.n * 4));
+    CK(cudaMemset(d_c, 0xFF, (int64_t)pr.m * pr.n * 2));  // poison: NaN
+    reference<<<dim3((pr.n + 127) / 128, pr.m), 128>>>(d_indptr, d_indices, d_values, d_b, pr.bm, pr.bk, pr.m, pr.n, d_ref);
+    const int tile_m = pr.bm % 128 == 0 ? 128 : 64, tile_n = TILE_ELEMS / tile_m;
+    const CUtensorMap a_map = tensor_map(d_values, pr.bk, nnzb * pr.bm, pr.bk * 2, BK, tile_m);
+    const CUtensorMap b_map = tensor_map(d_b, pr.n, pr.k, (uint64_t)pr.n * 2, 64, BK);
+    Bsr p{d_indptr, d_indices, block_rows, pr.bm, pr.bk, pr.n, pr.n, d_c};
+    const int smem_bytes = STAGES * (tile_m * BK * 2 + BK * tile_n * 2) + 1024;
+    const int blocks = (pr.m / tile_m) * ((pr.n + tile_n - 1) / tile_n);
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    auto call = [&] {
+        if (tile_m == 128) bsrmm_wgmma<128><<<blocks, 384, smem_bytes, s>>>(a_map, b_map, p);
+        else bsrmm_wgmma<64><<<blocks, 384, smem_bytes, s>>>(a_map, b_map, p);
+    };
+    CK(cudaFuncSetAttribute(bsrmm_wgmma<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    CK(cudaFuncSetAttribute(bsrmm_wgmma<64>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    call();
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    std::vector<bf16> got((int64_t)pr.m * pr.n);
+    std::vector<float> ref(got.size());
+    CK(cudaMemcpy(got.data(), d_c, got.size() * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ref.data(), d_ref, ref.size() * 4, cudaMemcpyDeviceToHost));
+    double err = 0;
+    int64_t worst = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        const double e = fabs(__bfloat162float(got[i]) - ref[i]) / (1 + fabs(ref[i]));
+        if (!(e <= err)) err = e, worst = i;
+    }
+    printf("M %d K %d N %d blocks %dx%d density %.3f (%ld blocks): max rel err %.2e at (%ld, %ld)", pr.m, pr.k, pr.n, pr.bm,
+           pr.bk, pr.density, (long)nnzb, err, (long)(worst / pr.n), (long)(worst % pr.n));
+    if (time_it) {
+        Timing t = time_call(s, call);
+        const double flops = 2.0 * nnzb * pr.bm * pr.bk * pr.n;
+        printf("  %8.1f us  %6.1f TFLOP/s", t.event_us, flops / t.event_us * 1e-6);
+    }
+    printf("\n");
+    CK(cudaFree(d_c));
+    CK(cudaFree(d_ref));
+    CK(cudaFree(d_values));
+    CK(cudaFree(d_b));
+}
+
+int main() {
+    run({512, 1024, 384, 64, 64, 0.3}, false);
+    run({512, 1024, 320, 128, 128, 0.3}, false);
+    run({512, 1024, 256, 128, 64, 0.3}, false);
+    run({512, 1024, 200, 64, 128, 0.3}, false);
+    for (int bs : {64, 128})
+        for (double density : {0.015, 0.10, 0.25, 0.50}) run({8192, 8192, 8192, bs, bs, density}, true);
+    return 0;
+}
