@@ -6,6 +6,11 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MAJOR   := $(word 1,$(subst ., ,$(VERSION)))
 MINOR   := $(word 2,$(subst ., ,$(VERSION)))
 PREFIX  ?= /usr/local
+# Libraries go to $(PREFIX)/$(LIBSUBDIR): lib, or lib/<multiarch triplet> for Debian packages.
+LIBSUBDIR ?= lib
+LIBDIR  := $(PREFIX)/$(LIBSUBDIR)
+# The way back from the libdir to the prefix (the CMake package finds the headers through it).
+LIB_TO_PREFIX := $(subst $(eval) ,/,$(patsubst %,..,$(subst /, ,$(LIBSUBDIR))))
 
 BUILD   := $(CURDIR)/.build
 TARGET  := $(CURDIR)/target/release
@@ -38,7 +43,7 @@ endif
 
 .PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols kernel-report \
         test-c test-cpp test-python test-valgrind test-install test-fuzz fuzz install uninstall bench-cpu \
-        gpu-bundle gpu-check plot check-plot clean
+        gpu-bundle gpu-check plot check-plot package test-package clean
 
 all: build
 
@@ -75,27 +80,43 @@ plot: $(CURDIR)/.tools/matplotlib.stamp
 
 # ---------------------------------------------------------------- install
 install: build
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse $(DESTDIR)$(PREFIX)/include
-	install -m 755 $(TARGET)/libevsparse.so $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(VERSION)
-	ln -sf libevsparse.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(MAJOR)
-	ln -sf libevsparse.so.$(MAJOR) $(DESTDIR)$(PREFIX)/lib/libevsparse.so
-	install -m 644 $(TARGET)/libevsparse.a $(DESTDIR)$(PREFIX)/lib/libevsparse.a
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/EvSparse $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(TARGET)/libevsparse.so $(DESTDIR)$(LIBDIR)/libevsparse.so.$(VERSION)
+	ln -sf libevsparse.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libevsparse.so.$(MAJOR)
+	ln -sf libevsparse.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libevsparse.so
+	install -m 644 $(TARGET)/libevsparse.a $(DESTDIR)$(LIBDIR)/libevsparse.a
 	install -m 644 include/evsparse.h $(DESTDIR)$(PREFIX)/include/evsparse.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@STATIC_LIBS@|$(STATIC_LIBS)|' \
-	    cmake/evsparse.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/evsparse.pc
-	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBSUBDIR@|$(LIBSUBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@STATIC_LIBS@|$(STATIC_LIBS)|' cmake/evsparse.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/evsparse.pc
+	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' -e 's|@LIB_TO_PREFIX@|$(LIB_TO_PREFIX)|g' \
 	    -e 's|@STATIC_LIBS_CMAKE@|$(subst -l,,$(subst $() ,;,$(STATIC_LIBS)))|' \
-	    cmake/EvSparseConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfig.cmake
+	    cmake/EvSparseConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/EvSparse/EvSparseConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' -e 's|@MINOR@|$(MINOR)|g' \
-	    cmake/EvSparseConfigVersion.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfigVersion.cmake
+	    cmake/EvSparseConfigVersion.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/EvSparse/EvSparseConfigVersion.cmake
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libevsparse.so.$(MAJOR) \
-	      $(DESTDIR)$(PREFIX)/lib/libevsparse.so $(DESTDIR)$(PREFIX)/lib/libevsparse.a \
-	      $(DESTDIR)$(PREFIX)/include/evsparse.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/evsparse.pc \
-	      $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfig.cmake \
-	      $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse/EvSparseConfigVersion.cmake
-	-rmdir $(DESTDIR)$(PREFIX)/lib/cmake/EvSparse 2>/dev/null
+	rm -f $(DESTDIR)$(LIBDIR)/libevsparse.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libevsparse.so.$(MAJOR) \
+	      $(DESTDIR)$(LIBDIR)/libevsparse.so $(DESTDIR)$(LIBDIR)/libevsparse.a \
+	      $(DESTDIR)$(PREFIX)/include/evsparse.h $(DESTDIR)$(LIBDIR)/pkgconfig/evsparse.pc \
+	      $(DESTDIR)$(LIBDIR)/cmake/EvSparse/EvSparseConfig.cmake \
+	      $(DESTDIR)$(LIBDIR)/cmake/EvSparse/EvSparseConfigVersion.cmake
+	-rmdir $(DESTDIR)$(LIBDIR)/cmake/EvSparse 2>/dev/null
+
+# ---------------------------------------------------------------- Debian packages
+# `make package`: libevsparse$(MAJOR) and libevsparse-dev in $(DEB_DIR)/out (packaging/build-debs).
+# `make test-package` (root, as in CI): lintian, dpkg -i, a consumer through find_package and
+# pkg-config, dpkg --purge (packaging/test-debs). Set DEB_MAINTAINER when building for others.
+DEB_DIR        := $(BUILD)/deb
+MULTIARCH      := $(shell $(CC) -print-multiarch 2>/dev/null)
+DEB_MAINTAINER ?= evsparse developers <evsparse@users.noreply.github.com>
+
+package: build
+	rm -rf $(DEB_DIR)/stage
+	$(MAKE) --no-print-directory install DESTDIR=$(DEB_DIR)/stage PREFIX=/usr LIBSUBDIR=lib/$(MULTIARCH)
+	packaging/build-debs $(DEB_DIR)/stage $(DEB_DIR)/out $(VERSION) $(MAJOR) $(MULTIARCH) "$(DEB_MAINTAINER)"
+
+test-package: package $(CMAKE)
+	packaging/test-debs $(DEB_DIR)/out $(DEB_DIR)/test $(CMAKE) $(MULTIARCH)
 
 # ---------------------------------------------------------------- demo
 DEMO_PREFIX := $(BUILD)/demo-prefix
