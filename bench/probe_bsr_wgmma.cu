@@ -1,7 +1,8 @@
 // Tuning probe for bsrmm on Hopper (issue #11): bf16 BSR x dense B with wgmma from shared
 // memory, TMA loads into a 4-stage mbarrier pipeline, a producer warpgroup and two consumer
-// warpgroups. Checked against a plain f32 kernel; timed beside the same problem as a dense
-// cuBLAS-free reference of useful FLOPs. Build and run on the GPU machine:
+// warpgroups; the first form of the library's kernel (kernels/bsr.cu, bsrmm_wgmma: a block per
+// tile, 64 x 256 and 128 x 128 tiles), kept to try changes on. Checked against a plain f32
+// kernel, timed in TFLOP/s of useful FLOPs. Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_bsr_wgmma.cu -lcuda -o /tmp/p && /tmp/p
 #include "probe.cuh"
 
@@ -10,63 +11,9 @@
 
 #include <random>
 
-typedef __nv_bfloat16 bf16;
+#include "../kernels/hopper.cuh"  // the library's PTX wrappers: mbarriers, TMA, wgmma
 
-// ------------------------------------------------------------------ PTX wrappers
-__device__ __forceinline__ uint32_t smem(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void bar_init(uint64_t* bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(count));
-}
-__device__ __forceinline__ void bar_expect(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(uint64_t* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(bar)) : "memory");
-}
-__device__ __forceinline__ void bar_wait(uint64_t* bar, uint32_t parity) {
-    asm volatile(
-        "{\n .reg .pred done;\n WAIT:\n"
-        " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        " @!done bra WAIT;\n}" ::"r"(smem(bar)),
-        "r"(parity)
-        : "memory");
-}
-// A 2-D box of the tensor at `map` whose first element is (col, row) into shared memory at dst,
-// completing `bar`'s transaction bytes.
-__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, int col, int row) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
-            smem(dst)),
-        "l"(map), "r"(smem(bar)), "r"(col), "r"(row)
-        : "memory");
-}
-
-// Shared-memory matrix descriptor of a 128-byte-swizzled operand: start address, leading and
-// stride byte offsets (PTX ISA, "Matrix Descriptor Format").
-__device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t lead, uint32_t stride) {
-    return (uint64_t)((smem(p) & 0x3FFFF) >> 4) | (uint64_t)(lead >> 4) << 16 | (uint64_t)(stride >> 4) << 32 |
-           1ull << 62;
-}
-
-#define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-// d (64 x 128, f32, the m64n128 fragment) += A (64 x 16, K-major) · B (16 x 128, N-major).
-__device__ __forceinline__ void wgmma_m64n128k16(float* d, uint64_t a, uint64_t b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%"
-        "29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%"
-        "57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 1;\n}"
-        : R8(0), R8(8), R8(16), R8(24), R8(32), R8(40), R8(48), R8(56)
-        : "l"(a), "l"(b), "r"(1));
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-template <int R> __device__ __forceinline__ void set_registers_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R)); }
-template <int R> __device__ __forceinline__ void set_registers_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R)); }
+using namespace hopper;
 
 // ------------------------------------------------------------------ the kernel
 #define STAGES 4
@@ -101,27 +48,27 @@ template <int TILE_M> __global__ void __launch_bounds__(384, 1)
 
     const int wg = threadIdx.x / 128;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) bar_init(&full[s], 1), bar_init(&empty[s], 8);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s < STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
+        barrier_init_fence();
     }
     __syncthreads();
 
     if (wg == 0) {  // producer
-        set_registers_dec<40>();
+        registers_down<40>();
         if (threadIdx.x == 0) {
             for (int t = 0; t < k_steps; t++) {
                 const int s = t % STAGES, jb = jb_begin + t / (p.bk / BK), q = (t % (p.bk / BK)) * BK;
-                if (t >= STAGES) bar_wait(&empty[s], ((t / STAGES) - 1) & 1);
+                if (t >= STAGES) barrier_wait(&empty[s], ((t / STAGES) - 1) & 1);
                 uint8_t* st = stage + s * STAGE_BYTES;
-                bar_expect(&full[s], STAGE_BYTES);
-                tma_load(st, &a_map, &full[s], q, jb * p.bm + r0);
+                barrier_expect(&full[s], STAGE_BYTES);
+                tma_load_2d(st, (const TensorMap*)&a_map, &full[s], q, jb * p.bm + r0);
                 const int b_row = p.indices[jb] * p.bk + q;
-                for (int i = 0; i < TILE_N / 64; i++) tma_load(st + A_BYTES + i * 8192, &b_map, &full[s], c0 + i * 64, b_row);
+                for (int i = 0; i < TILE_N / 64; i++) tma_load_2d(st + A_BYTES + i * 8192, (const TensorMap*)&b_map, &full[s], c0 + i * 64, b_row);
             }
         }
         return;
     }
-    set_registers_inc<232>();
+    registers_up<232>();
     const int g = wg - 1;
     const int a_off = TILE_M == 128 ? g * 64 * 128 : 0;  // bytes: 64 rows of 128 B
     const int b_off = TILE_M == 128 ? 0 : g * 2 * 8192;  // two 64-column boxes
@@ -130,16 +77,16 @@ template <int TILE_M> __global__ void __launch_bounds__(384, 1)
     for (int i = 0; i < 64; i++) d[i] = 0.f;
     for (int t = 0; t < k_steps; t++) {
         const int s = t % STAGES;
-        bar_wait(&full[s], (t / STAGES) & 1);
+        barrier_wait(&full[s], (t / STAGES) & 1);
         const uint8_t* st = stage + s * STAGE_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BK / 16; k++)
-            wgmma_m64n128k16(d, sw128_desc(st + a_off + k * 32, 16, 1024),
+            wgmma_m64k16<bf16, 128>(d, sw128_desc(st + a_off + k * 32, 16, 1024),
                              sw128_desc(st + A_BYTES + b_off + k * 16 * 128, 8192, 1024));
         wgmma_commit();
         wgmma_wait<0>();
-        if (threadIdx.x % 32 == 0) bar_arrive(&empty[s]);
+        if (threadIdx.x % 32 == 0) barrier_arrive(&empty[s]);
     }
     // Epilogue: fragment row = 16 warp + lane / 4 (+ 8), column = 8 i + 2 (lane % 4) (+ 1).
     const int w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
