@@ -82,8 +82,8 @@ template <int TILE_M> __global__ void __launch_bounds__(384, 1)
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BK / 16; k++)
-            wgmma_m64k16<bf16, 128>(d, sw128_desc(st + a_off + k * 32, 16, 1024),
-                             sw128_desc(st + A_BYTES + b_off + k * 16 * 128, 8192, 1024));
+            wgmma_m64k16<bf16, 128>(d, swizzled_desc<128>(st + a_off + k * 32, 16, 1024),
+                             swizzled_desc<128>(st + A_BYTES + b_off + k * 16 * 128, 8192, 1024));
         wgmma_commit();
         wgmma_wait<0>();
         if (threadIdx.x % 32 == 0) barrier_arrive(&empty[s]);

@@ -100,18 +100,18 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
     });
 }
 
-// f16/bf16 on Hopper's tensor cores (sm_90a; blocks of 64 or 128 rows and a multiple of 64
-// columns; B and A's values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384
-// threads computes tiles of C of TILE_ROWS x 256: 64 rows for 64-row blocks, 128 for 128-row
-// ones; the grid is persistent (a block per SM). Warpgroup 0 is the producer: one thread walks
-// its tiles' block rows' stored blocks in slices
-// of WG_BK columns and loads each slice of A (TILE_ROWS x 64) and the B rows it meets (64 x TILE_COLS,
-// in 64-column boxes) into a ring of WG_STAGES stages, 128-byte swizzled. Warpgroups 1 and 2
-// consume: each multiplies its part with four m64nNk16 wgmmas per stage (of a 128-row tile,
-// rows 64g, N = 256; of a 64-row one, columns 128g, N = 128), then frees the stage. full[s] completes
-// when a stage's bytes have landed, empty[s] when both consumers are done with it.
-#define WG_STAGES 4
-#define WG_BK 64              // K per stage: one 128-byte swizzle row of f16/bf16
+// f16/bf16 on Hopper's tensor cores (sm_90a; blocks of 32 to 128 rows and columns; B and A's
+// values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384 threads computes tiles
+// of C of TILE_ROWS x 256: 128 rows for 128-row blocks, else 64 (of which a 32- or 16-row block
+// keeps its first rows: the MMA's others read the next blocks' values and are dropped). The
+// grid is persistent (a block per SM). Warpgroup 0 is the producer: one thread walks its tiles'
+// block rows' stored blocks in slices of KS columns (64, or the block's 32 or 16) and loads each
+// slice of A (TILE_ROWS x KS) and the B rows it meets (KS x 256, in 64-column boxes) into a ring
+// of WG_RING_K / KS stages, swizzled (B's rows 128 bytes, A's 2 KS bytes). Warpgroups 1 and 2
+// consume: each multiplies its part with KS / 16 m64nNk16 wgmmas per stage (of a 128-row tile,
+// rows 64g, N = 256; of a 64-row one, columns 128g, N = 128), then frees the stage. full[s]
+// completes when a stage's bytes have landed, empty[s] when both consumers are done with it.
+#define WG_RING_K 256         // K the ring holds: 4 stages of 64, 8 of 32, 16 of 16
 #define WG_TILE_COLS 256
 #define WG_BOX 64             // columns of one TMA box of B (128 bytes)
 #define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
@@ -125,23 +125,27 @@ struct WgTile {
 };
 template <int TILE_ROWS> __device__ WgTile wg_tile(const Args& a, int64_t b) {
     constexpr int TILE_COLS = WG_TILE_COLS, GROUP = WG_GROUP_COLS / TILE_COLS;
-    const int64_t strips_per_row = a.m / TILE_ROWS, strips = a.ldaux * strips_per_row;
+    const int64_t strips_per_row = a.m > TILE_ROWS ? a.m / TILE_ROWS : 1, strips = a.ldaux * strips_per_row;
     const int64_t tiles_n = (a.n + TILE_COLS - 1) / TILE_COLS, first = b / (strips * GROUP) * GROUP;
     const int64_t width = min((int64_t)GROUP, tiles_n - first), rest = b - first * strips;
     const int64_t strip = rest / width;
     return {strip / strips_per_row, strip % strips_per_row * TILE_ROWS, (first + rest % width) * TILE_COLS};
 }
 
-template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+template <class T, class TC, int TILE_ROWS, int KS>
+__device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using namespace hopper;
-    constexpr int TILE_COLS = WG_TILE_COLS, N = TILE_ROWS == 128 ? 256 : 128, A_BYTES = TILE_ROWS * WG_BK * 2, B_BYTES = WG_BK * TILE_COLS * 2;
-    constexpr int STAGE_BYTES = A_BYTES + B_BYTES, BOX_BYTES = WG_BK * WG_BOX * 2;
+    constexpr int TILE_COLS = WG_TILE_COLS, N = TILE_ROWS == 128 ? 256 : 128;
+    constexpr int A_BYTES = TILE_ROWS * KS * 2, B_BYTES = KS * TILE_COLS * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+    constexpr int BOX_BYTES = KS * WG_BOX * 2, A_ROW = KS * 2;  // a box of B; a row of A's slice
+    constexpr int WG_STAGES = WG_RING_K / KS;
     extern __shared__ uint8_t raw[];
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
 
-    const int64_t slices = a.k / WG_BK, tiles = a.ldaux * (a.m / TILE_ROWS) * ((a.n + TILE_COLS - 1) / TILE_COLS);
+    const int64_t strips = a.ldaux * (a.m > TILE_ROWS ? a.m / TILE_ROWS : 1);
+    const int64_t slices = a.k / KS, tiles = strips * ((a.n + TILE_COLS - 1) / TILE_COLS);
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
@@ -160,7 +164,7 @@ template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const Te
             const int64_t first = row_start(a, tile.block_row), steps = (row_start(a, tile.block_row + 1) - first) * slices;
             for (int64_t step = 0; step < steps; step++, t++) {
                 const int s = t % WG_STAGES;
-                const int64_t jb = first + step / slices, q = step % slices * WG_BK;
+                const int64_t jb = first + step / slices, q = step % slices * KS;
                 if (t >= WG_STAGES) barrier_wait(&empty[s], (t / WG_STAGES - 1) & 1);
                 uint8_t* stage = ring + s * STAGE_BYTES;
                 barrier_expect(&full[s], STAGE_BYTES);
@@ -175,7 +179,7 @@ template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const Te
 
     registers_up<232>();
     const int g = warpgroup - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-    const int a_part = TILE_ROWS == 128 ? g * 64 * 128 : 0;          // bytes: 64 rows of 128
+    const int a_part = TILE_ROWS == 128 ? g * 64 * A_ROW : 0;        // bytes: 64 rows
     const int b_part = TILE_ROWS == 128 ? 0 : g * 2 * BOX_BYTES;     // two boxes of 64 columns
     const bool pairs = pairs_aligned<TC>(a.y, a.ldy);
     int64_t t = 0;
@@ -191,9 +195,9 @@ template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const Te
             const uint8_t* stage = ring + s * STAGE_BYTES;
             wgmma_fence();
 #pragma unroll
-            for (int k = 0; k < WG_BK / 16; k++)  // A advances 16 columns (32 B), B 16 rows (2 KB)
-                wgmma_m64k16<T, N>(d, sw128_desc(stage + a_part + k * 32, 16, 1024),
-                                    sw128_desc(stage + A_BYTES + b_part + k * 16 * 128, BOX_BYTES, 1024));
+            for (int k = 0; k < KS / 16; k++)  // A advances 16 columns (32 B), B 16 rows (2 KB)
+                wgmma_m64k16<T, N>(d, swizzled_desc<A_ROW>(stage + a_part + k * 32, 16, 8 * A_ROW),
+                                   swizzled_desc<128>(stage + A_BYTES + b_part + k * 16 * 128, BOX_BYTES, 1024));
             wgmma_commit();
             // one group stays in flight: the previous stage's wgmmas are done, free its slot
             wgmma_wait<1>();
@@ -202,12 +206,16 @@ template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const Te
         wgmma_wait<0>();
         if (lane == 0 && steps > 0) barrier_arrive(&empty[(t - 1) % WG_STAGES]);
         // d[4i + 2h + e] holds row 16 warp + lane / 4 + 8 h, column 8 i + 2 (lane % 4) + e.
-        const int64_t row = tile.block_row * a.m + tile.row + (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
+        // Rows past a 32-row block belong to the next block's values: dropped.
+        const int local = (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
+        const int64_t row = tile.block_row * a.m + tile.row + local;
         const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * 128) + 2 * (lane % 4);
+        if (local >= a.m) continue;
 #pragma unroll
         for (int i = 0; i < N / 8; i++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
+                if (local + 8 * h >= a.m) continue;
                 TC* slot = (TC*)a.y + (row + 8 * h) * a.ldy + col + 8 * i;
                 const int64_t left = a.n - (col + 8 * i);
                 if (pairs && left >= 2) {
@@ -222,6 +230,20 @@ template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const Te
 #endif
 }
 
+// The instantiation for the blocks' shape: 128-row tiles for 128-row blocks, K slices of the
+// blocks' columns up to 64.
+template <class T, class TC> __device__ void bsrmm_wgmma_shapes(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+    if (a.m == 128) {
+        if (a.k >= 64) bsrmm_wgmma<T, TC, 128, 64>(a_map, b_map, a);
+        else if (a.k == 32) bsrmm_wgmma<T, TC, 128, 32>(a_map, b_map, a);
+        else bsrmm_wgmma<T, TC, 128, 16>(a_map, b_map, a);
+    } else {
+        if (a.k >= 64) bsrmm_wgmma<T, TC, 64, 64>(a_map, b_map, a);
+        else if (a.k == 32) bsrmm_wgmma<T, TC, 64, 32>(a_map, b_map, a);
+        else bsrmm_wgmma<T, TC, 64, 16>(a_map, b_map, a);
+    }
+}
+
 #define BSRMM(T, TN, TC, TCN)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256) bsrmm_simt_##TN##_##TCN(Args a) { bsrmm_simt<T, TC>(a); }
 #define BSRMM_TC(T, TN, TC, TCN)                                                                                   \
@@ -229,8 +251,7 @@ template <class T, class TC, int TILE_ROWS> __device__ void bsrmm_wgmma(const Te
     extern "C" __global__ void __launch_bounds__(256) bsrmm_tiled_##TN##_##TCN(Args a) { bsrmm_tiled<T, TC>(a); }   \
     extern "C" __global__ void __launch_bounds__(WG_THREADS, 1) bsrmm_wgmma_##TN##_##TCN(                          \
         const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map, Args a) {                 \
-        if (a.m % 128 == 0) bsrmm_wgmma<T, TC, 128>(&a_map, &b_map, a);                                             \
-        else bsrmm_wgmma<T, TC, 64>(&a_map, &b_map, a);                                                             \
+        bsrmm_wgmma_shapes<T, TC>(&a_map, &b_map, a);                                                                \
     }
 #define BSRMM_OUTS(X, T, TN) X(T, TN, T, TN) X(T, TN, float, f32)
 BSRMM_OUTS(BSRMM, f16, f16)

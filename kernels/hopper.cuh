@@ -44,12 +44,14 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uin
 }
 
 // ---------------------------------------------------------------- wgmma
-// Descriptor of a wgmma operand in shared memory laid out as TMA's 128-byte swizzle writes it
-// (rows of 128 bytes, 1024-byte atoms of 8 rows): `lead` and `stride` byte offsets as the PTX
-// ISA's "Matrix Descriptor Format" defines them for the operand's major-ness.
-__device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t lead, uint32_t stride) {
+// Descriptor of a wgmma operand in shared memory laid out as TMA's swizzle writes it: rows of
+// ROW_BYTES (128, 64 or 32; atoms of 8 rows), `lead` and `stride` byte offsets as the PTX ISA's
+// "Matrix Descriptor Format" defines them for the operand's major-ness.
+template <int ROW_BYTES> __device__ __forceinline__ uint64_t swizzled_desc(const void* p, uint32_t lead, uint32_t stride) {
+    static_assert(ROW_BYTES == 128 || ROW_BYTES == 64 || ROW_BYTES == 32, "128-, 64- and 32-byte swizzles");
+    constexpr uint64_t layout = ROW_BYTES == 128 ? 1 : ROW_BYTES == 64 ? 2 : 3;
     return (uint64_t)((smem_addr(p) & 0x3FFFF) >> 4) | (uint64_t)(lead >> 4) << 16 | (uint64_t)(stride >> 4) << 32 |
-           1ull << 62;
+           layout << 62;
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }

@@ -525,9 +525,8 @@ fn bsrmm_matches_cpu() {
 fn bsrmm_cases(p: &mut Pair) {
     for t in [DType::F16, DType::BF16, DType::F32] {
         for out_t in [t, DType::F32] {
-            for (bm, bk) in
-                [(16, 16), (32, 16), (16, 64), (64, 32), (64, 16), (64, 64), (64, 128), (128, 64), (128, 128)]
-            {
+            let shapes = [(16, 16), (32, 16), (16, 64), (32, 32), (32, 128), (64, 32), (64, 16), (64, 64), (64, 128)];
+            for (bm, bk) in shapes.into_iter().chain([(128, 32), (128, 64), (128, 128)]) {
                 let (mb, kb) = (1 + p.rng.below(5), 1 + p.rng.below(4));
                 // multiples of 16 take the WMMA paths for f16/bf16 (shared-memory tiles of 128
                 // columns from 64 x 32 blocks up), multiples of 8 the Hopper path (tiles of 128

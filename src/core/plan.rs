@@ -183,8 +183,7 @@ algorithms! {
     Bsrmm = "bsrmm" {
         /// Hopper's tensor cores (sm_90): wgmma from shared memory fed by TMA through a
         /// 4-stage pipeline, a producer and two consumer warpgroups; 64 x 256 or 128 x 256 tiles
-        /// of C (f16/bf16, blocks of 64 or 128 rows and 64 or 128 columns, 16-byte aligned
-        /// operands).
+        /// of C (f16/bf16, every block shape, 16-byte aligned operands).
         Wgmma = "wgmma" on Gpu,
         /// Tensor cores, 64 x 128 tiles of C staged through shared memory (f16/bf16, blocks of
         /// at least 64 x 32, aligned operands).
@@ -452,9 +451,7 @@ impl BsrmmCall {
 
     pub fn fits(&self, alg: Bsrmm) -> bool {
         match alg {
-            Bsrmm::Wgmma => {
-                matches!(self.dtype, DType::F16 | DType::BF16) && self.tma && self.bm >= 64 && self.bk >= 64
-            }
+            Bsrmm::Wgmma => matches!(self.dtype, DType::F16 | DType::BF16) && self.tma,
             Bsrmm::Tiled => self.tensor_cores() && self.bm >= 64 && self.bk >= 32,
             Bsrmm::Wmma => self.tensor_cores(),
             Bsrmm::Simt | Bsrmm::Reference => true,
@@ -625,7 +622,8 @@ mod tests {
         let call = |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned, tma: false };
         let hopper = |dtype, bm, bk| BsrmmCall { dtype, bm, bk, aligned: true, tma: true };
         assert_eq!(choose_bsrmm(&hopper(DType::BF16, 64, 128)), Bsrmm::Wgmma);
-        assert_eq!(choose_bsrmm(&hopper(DType::F16, 128, 32)), Bsrmm::Tiled);
+        assert_eq!(choose_bsrmm(&hopper(DType::F16, 128, 32)), Bsrmm::Wgmma);
+        assert_eq!(choose_bsrmm(&hopper(DType::F16, 16, 64)), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F32, 128, 128)), Bsrmm::Simt);
         assert_eq!(choose_bsrmm(&call(DType::BF16, 64, 64, true)), Bsrmm::Tiled);
         assert_eq!(choose_bsrmm(&call(DType::F16, 16, 16, true)), Bsrmm::Wmma);

@@ -88,8 +88,8 @@ pub struct TensorMap(sys::CUtensorMap);
 
 impl TensorMap {
     /// A 2-D row-major tensor of `dtype` (2-byte elements) at `base`, `rows` x `cols` with rows
-    /// `row_bytes` apart, read in boxes of `box_cols` x `box_rows` into shared memory with the
-    /// 128-byte swizzle (box_cols x 2 must be 128). TMA needs `base` and `row_bytes` on 16
+    /// `row_bytes` apart, read in boxes of `box_rows` x `box_cols` into shared memory with the
+    /// swizzle of the box's row width (128, 64 or 32 bytes). TMA needs `base` and `row_bytes` on 16
     /// bytes and each extent below 2^32 (the caller checks; the driver's refusal is an error).
     pub fn swizzled_2d(
         gpu: &Gpu,
@@ -103,6 +103,12 @@ impl TensorMap {
             DType::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
             DType::BF16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
             _ => return Err(Error::internal(format!("no tensor map for {}", dtype.name()))),
+        };
+        let swizzle = match box_cols as usize * dtype.size() {
+            128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+            32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+            bytes => return Err(Error::internal(format!("no swizzle for {bytes}-byte box rows"))),
         };
         let (dims, strides, boxes, unit) = ([cols, rows], [row_bytes], [box_cols, box_rows], [1u32, 1]);
         // SAFETY: an all-zero CUtensorMap is a valid value to be overwritten by the encoder.
@@ -121,7 +127,7 @@ impl TensorMap {
                 boxes.as_ptr(),
                 unit.as_ptr(),
                 sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                swizzle,
                 sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )

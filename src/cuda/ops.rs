@@ -517,29 +517,30 @@ pub fn bsrmm_tma(s: &Stream, a: &Bsr, b: &Dense) -> bool {
 }
 
 /// Shape of bsrmm's Hopper kernel (kernels/bsr.cu, bsrmm_wgmma): its threads, the columns of a
-/// tile of C, the K of a pipeline stage, the stages, and the columns of a TMA box of B.
+/// tile of C, the K its ring of stages holds, and the columns of a TMA box of B.
 const WG_THREADS: u32 = 384;
 const WG_TILE_COLS: u64 = 256;
-const WG_BK: u64 = 64;
-const WG_STAGES: u64 = 4;
+const WG_RING_K: u64 = 256;
 const WG_BOX: u32 = 64;
 
-/// bsrmm on Hopper: tensor maps over A's values (boxes of a tile's rows x 64 columns) and over B
-/// (64 x 64), tiles of 64 x 256 (64-row blocks) or 128 x 256 (128-row blocks).
+/// bsrmm on Hopper: tensor maps over A's values (boxes of a tile's rows x a K slice) and over B
+/// (K slice x 64), tiles of 128 x 256 (128-row blocks) or 64 x 256 (others), K slices of 64
+/// columns or the blocks' 32 or 16.
 fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let esize = a.values.dtype.size() as u64;
-    let tile_m: u64 = if a.bm % 128 == 0 { 128 } else { 64 };
-    let tile_n = WG_TILE_COLS;
+    let tile_m: u64 = if a.bm == 128 { 128 } else { 64 };
+    let slice = (a.bk as u64).min(64);
     let values = ((a.nnzb * a.bm) as u64, a.bk as u64, a.bk as u64 * esize);
     let a_map =
-        TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (tile_m as u32, WG_BK as u32))?;
+        TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (tile_m as u32, slice as u32))?;
     let b_shape = (b.rows as u64, b.cols as u64, b.ld as u64 * esize);
-    let b_map = TensorMap::swizzled_2d(gpu, b.dtype, b.buf.addr(), b_shape, (WG_BK as u32, WG_BOX))?;
-    let tiles = (a.rows() as u64 / tile_m) * (c.cols as u64).div_ceil(tile_n);
+    let b_map = TensorMap::swizzled_2d(gpu, b.dtype, b.buf.addr(), b_shape, (slice as u32, WG_BOX))?;
+    let strips = a.mb as u64 * (a.bm as u64 / tile_m).max(1);
+    let tiles = strips * (c.cols as u64).div_ceil(WG_TILE_COLS);
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
                                                         // the ring of stages, and 1 KB to align it to the swizzle atoms
-    let shared = WG_STAGES * (tile_m + tile_n) * WG_BK * esize + 1024;
+    let shared = (tile_m + WG_TILE_COLS) * WG_RING_K * esize + 1024;
     let function = gpu.kernel(BSRMM_WGMMA, Some(a.values.dtype), Some(c.dtype))?;
     let grid = Grid::new((blocks, 1), (WG_THREADS, 1));
     gpu.launch_with_maps(stream, function, grid, [&a_map, &b_map], args, shared as u32)
