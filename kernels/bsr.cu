@@ -107,11 +107,13 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 // grid is persistent (a block per SM). Warpgroup 0 is the producer: one thread walks its tiles'
 // block rows' stored blocks in slices of KS columns (64, or the block's 32 or 16) and loads each
 // slice of A (TILE_ROWS x KS) and the B rows it meets (KS x 256, in 64-column boxes) into a ring
-// of WG_RING_K / KS stages, swizzled (B's rows 128 bytes, A's 2 KS bytes). Warpgroups 1 and 2
-// consume: each multiplies its part with KS / 16 m64nNk16 wgmmas per stage (of a 128-row tile,
-// rows 64g, N = 256; of a 64-row one, columns 128g, N = 128), then frees the stage. full[s]
+// of 4 stages of 64 of K (narrow blocks: 2 or 4 blocks of the row a stage), swizzled (B's rows
+// 128 bytes, A's 2 KS bytes). Warpgroups 1 and 2 consume: each multiplies its part with up to
+// four m64nNk16 wgmmas per stage (of a 128-row tile, rows 64g, N = 256; of a 64-row one,
+// columns 128g, N = 128), then frees the stage. full[s]
 // completes when a stage's bytes have landed, empty[s] when both consumers are done with it.
-#define WG_RING_K 256         // K the ring holds: 4 stages of 64, 8 of 32, 16 of 16
+#define WG_STAGE_K 64         // K of a stage: a slice of 64 columns, or 2 or 4 whole blocks
+#define WG_RING_K 256         // K the ring holds: 4 stages
 #define WG_TILE_COLS 256
 #define WG_BOX 64             // columns of one TMA box of B (128 bytes)
 #define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
@@ -137,15 +139,19 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using namespace hopper;
     constexpr int TILE_COLS = WG_TILE_COLS, N = TILE_ROWS == 128 ? 256 : 128;
-    constexpr int A_BYTES = TILE_ROWS * KS * 2, B_BYTES = KS * TILE_COLS * 2, STAGE_BYTES = A_BYTES + B_BYTES;
-    constexpr int BOX_BYTES = KS * WG_BOX * 2, A_ROW = KS * 2;  // a box of B; a row of A's slice
-    constexpr int WG_STAGES = WG_RING_K / KS;
+    // A stage holds WG_STAGE_K of K: SLOTS slices of KS columns, each its own A region
+    // (TILE_ROWS rows of A_ROW bytes) and its KS rows of the B boxes (64 columns, 128-byte rows).
+    constexpr int SLOTS = WG_STAGE_K / KS, A_ROW = KS * 2, A_SLOT = TILE_ROWS * A_ROW;
+    constexpr int A_BYTES = SLOTS * A_SLOT, BOX_BYTES = WG_STAGE_K * WG_BOX * 2, B_SLOT = KS * TILE_COLS * 2;
+    constexpr int STAGE_BYTES = A_BYTES + WG_STAGE_K * TILE_COLS * 2, WG_STAGES = WG_RING_K / WG_STAGE_K;
     extern __shared__ uint8_t raw[];
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
 
-    const int64_t strips = a.ldaux * (a.m > TILE_ROWS ? a.m / TILE_ROWS : 1);
-    const int64_t slices = a.k / KS, tiles = strips * ((a.n + TILE_COLS - 1) / TILE_COLS);
+    // A step fills one stage: a KS-wide slice of a block (KS = 64 <= bk), or SLOTS blocks whole.
+    // (Computed after setmaxnreg where used: values live across it go through local memory.)
+    auto tiles = [&] { return a.ldaux * (a.m > TILE_ROWS ? a.m / TILE_ROWS : 1) * ((a.n + TILE_COLS - 1) / TILE_COLS); };
+    auto steps_of = [&](int64_t blocks) { return SLOTS == 1 ? blocks * (a.k / KS) : (blocks + SLOTS - 1) / SLOTS; };
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
@@ -156,36 +162,41 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
     // The grid is persistent: block b takes tiles b, b + gridDim.x, ...; the ring's step count t
     // runs on across tiles, so the producer loads the next tile while the consumers store.
     if (warpgroup == 0) {  // producer
-        registers_down<40>();
+        registers_down<56>();
         if (threadIdx.x != 0) return;
         int64_t t = 0;
-        for (int64_t b = blockIdx.x; b < tiles; b += gridDim.x) {
+        for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
             const WgTile tile = wg_tile<TILE_ROWS>(a, b);
-            const int64_t first = row_start(a, tile.block_row), steps = (row_start(a, tile.block_row + 1) - first) * slices;
-            for (int64_t step = 0; step < steps; step++, t++) {
+            const int64_t first = row_start(a, tile.block_row), blocks = row_start(a, tile.block_row + 1) - first;
+            for (int64_t step = 0; step < steps_of(blocks); step++, t++) {
                 const int s = t % WG_STAGES;
-                const int64_t jb = first + step / slices, q = step % slices * KS;
+                const int64_t slices = a.k / KS;
+                const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
+                const int used = SLOTS == 1 ? 1 : (int)min((int64_t)SLOTS, first + blocks - jb);
                 if (t >= WG_STAGES) barrier_wait(&empty[s], (t / WG_STAGES - 1) & 1);
                 uint8_t* stage = ring + s * STAGE_BYTES;
-                barrier_expect(&full[s], STAGE_BYTES);
-                tma_load_2d(stage, a_map, &full[s], (int)q, (int)(jb * a.m + tile.row));
-                const int b_row = (int)(a.indices[jb] * a.k + q);
-                for (int i = 0; i < TILE_COLS / WG_BOX; i++)
-                    tma_load_2d(stage + A_BYTES + i * BOX_BYTES, b_map, &full[s], (int)(tile.col + i * WG_BOX), b_row);
+                barrier_expect(&full[s], used * (A_SLOT + B_SLOT));
+                for (int slot = 0; slot < used; slot++) {
+                    tma_load_2d(stage + slot * A_SLOT, a_map, &full[s], (int)q, (int)((jb + slot) * a.m + tile.row));
+                    const int b_row = (int)(a.indices[jb + slot] * a.k + q);
+                    for (int i = 0; i < TILE_COLS / WG_BOX; i++)
+                        tma_load_2d(stage + A_BYTES + i * BOX_BYTES + slot * KS * 128, b_map, &full[s],
+                                    (int)(tile.col + i * WG_BOX), b_row);
+                }
             }
         }
         return;
     }
 
-    registers_up<232>();
+    registers_up<224>();
     const int g = warpgroup - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
     const int a_part = TILE_ROWS == 128 ? g * 64 * A_ROW : 0;        // bytes: 64 rows
     const int b_part = TILE_ROWS == 128 ? 0 : g * 2 * BOX_BYTES;     // two boxes of 64 columns
     const bool pairs = pairs_aligned<TC>(a.y, a.ldy);
     int64_t t = 0;
-    for (int64_t b = blockIdx.x; b < tiles; b += gridDim.x) {
+    for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
         const WgTile tile = wg_tile<TILE_ROWS>(a, b);
-        const int64_t steps = (row_start(a, tile.block_row + 1) - row_start(a, tile.block_row)) * slices;
+        const int64_t blocks = row_start(a, tile.block_row + 1) - row_start(a, tile.block_row), steps = steps_of(blocks);
         float d[N / 2];
 #pragma unroll
         for (int i = 0; i < N / 2; i++) d[i] = 0.f;
@@ -193,11 +204,15 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
             const int s = t % WG_STAGES;
             barrier_wait(&full[s], (t / WG_STAGES) & 1);
             const uint8_t* stage = ring + s * STAGE_BYTES;
+            const int used = SLOTS == 1 ? 1 : (int)min((int64_t)SLOTS, blocks - step * SLOTS);
             wgmma_fence();
 #pragma unroll
-            for (int k = 0; k < KS / 16; k++)  // A advances 16 columns (32 B), B 16 rows (2 KB)
-                wgmma_m64k16<T, N>(d, swizzled_desc<A_ROW>(stage + a_part + k * 32, 16, 8 * A_ROW),
+            for (int k = 0; k < WG_STAGE_K / 16; k++) {  // A: 16 columns (32 B) of a slot; B: 16 rows (2 KB)
+                if (k * 16 >= used * KS) break;
+                const uint8_t* a_k = stage + k * 16 / KS * A_SLOT + a_part + k * 16 % KS * 2;
+                wgmma_m64k16<T, N>(d, swizzled_desc<A_ROW>(a_k, 16, 8 * A_ROW),
                                    swizzled_desc<128>(stage + A_BYTES + b_part + k * 16 * 128, BOX_BYTES, 1024));
+            }
             wgmma_commit();
             // one group stays in flight: the previous stage's wgmmas are done, free its slot
             wgmma_wait<1>();
