@@ -119,15 +119,20 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 #define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
 #define WG_THREADS 384
 
-// Which tile block b of the grid computes: groups of WG_GROUP_COLS columns in turn, and within
-// a group the strips (TILE_ROWS rows of a block row) vary slowest, so that the blocks running at
-// once read the same slab of B (held in L2) while A streams.
+// Strips of TILE_ROWS rows a block row has (one for blocks of TILE_ROWS rows or fewer).
+template <int TILE_ROWS> __device__ __forceinline__ int64_t wg_strips_per_row(const Args& a) {
+    return a.m > TILE_ROWS ? a.m / TILE_ROWS : 1;
+}
+
+// Which tile the b-th one is: groups of WG_GROUP_COLS columns in turn, and within a group the
+// strips (TILE_ROWS rows of a block row) vary slowest, so that the blocks running at once read
+// the same slab of B (held in L2) while A streams.
 struct WgTile {
     int64_t block_row, row, col;  // block row, first row within it, first column of C
 };
 template <int TILE_ROWS> __device__ WgTile wg_tile(const Args& a, int64_t b) {
     constexpr int TILE_COLS = WG_TILE_COLS, GROUP = WG_GROUP_COLS / TILE_COLS;
-    const int64_t strips_per_row = a.m > TILE_ROWS ? a.m / TILE_ROWS : 1, strips = a.ldaux * strips_per_row;
+    const int64_t strips_per_row = wg_strips_per_row<TILE_ROWS>(a), strips = a.ldaux * strips_per_row;
     const int64_t tiles_n = (a.n + TILE_COLS - 1) / TILE_COLS, first = b / (strips * GROUP) * GROUP;
     const int64_t width = min((int64_t)GROUP, tiles_n - first), rest = b - first * strips;
     const int64_t strip = rest / width;
@@ -148,10 +153,12 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
 
-    // A step fills one stage: a KS-wide slice of a block (KS = 64 <= bk), or SLOTS blocks whole.
-    // (Computed after setmaxnreg where used: values live across it go through local memory.)
-    auto tiles = [&] { return a.ldaux * (a.m > TILE_ROWS ? a.m / TILE_ROWS : 1) * ((a.n + TILE_COLS - 1) / TILE_COLS); };
+    // A step fills one stage: a KS-wide slice of a block (KS = 64 <= bk), or SLOTS blocks whole,
+    // the last step of a row `filled` of them. (Computed after setmaxnreg where used: values
+    // live across it go through local memory.)
+    auto tiles = [&] { return a.ldaux * wg_strips_per_row<TILE_ROWS>(a) * ((a.n + TILE_COLS - 1) / TILE_COLS); };
     auto steps_of = [&](int64_t blocks) { return SLOTS == 1 ? blocks * (a.k / KS) : (blocks + SLOTS - 1) / SLOTS; };
+    auto filled = [&](int64_t blocks, int64_t step) { return SLOTS == 1 ? 1 : (int)min((int64_t)SLOTS, blocks - step * SLOTS); };
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
@@ -168,11 +175,11 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
         for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
             const WgTile tile = wg_tile<TILE_ROWS>(a, b);
             const int64_t first = row_start(a, tile.block_row), blocks = row_start(a, tile.block_row + 1) - first;
-            for (int64_t step = 0; step < steps_of(blocks); step++, t++) {
+            for (int64_t step = 0, steps = steps_of(blocks); step < steps; step++, t++) {
                 const int s = t % WG_STAGES;
                 const int64_t slices = a.k / KS;
                 const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
-                const int used = SLOTS == 1 ? 1 : (int)min((int64_t)SLOTS, first + blocks - jb);
+                const int used = filled(blocks, step);
                 if (t >= WG_STAGES) barrier_wait(&empty[s], (t / WG_STAGES - 1) & 1);
                 uint8_t* stage = ring + s * STAGE_BYTES;
                 barrier_expect(&full[s], used * (A_SLOT + B_SLOT));
@@ -204,7 +211,7 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
             const int s = t % WG_STAGES;
             barrier_wait(&full[s], (t / WG_STAGES) & 1);
             const uint8_t* stage = ring + s * STAGE_BYTES;
-            const int used = SLOTS == 1 ? 1 : (int)min((int64_t)SLOTS, blocks - step * SLOTS);
+            const int used = filled(blocks, step);
             wgmma_fence();
 #pragma unroll
             for (int k = 0; k < WG_STAGE_K / 16; k++) {  // A: 16 columns (32 B) of a slot; B: 16 rows (2 KB)

@@ -113,9 +113,10 @@ impl TensorMap {
         let (dims, strides, boxes, unit) = ([cols, rows], [row_bytes], [box_cols, box_rows], [1u32, 1]);
         // SAFETY: an all-zero CUtensorMap is a valid value to be overwritten by the encoder.
         let mut map: sys::CUtensorMap = unsafe { std::mem::zeroed() };
-        let _scope = gpu.enter()?; // the encoder wants a current context
-                                   // SAFETY: every array holds the rank's (2) entries, strides rank - 1; the encoder only
-                                   // writes `map` and reads the arrays.
+        // the encoder wants a current context
+        let _scope = gpu.enter()?;
+        // SAFETY: every array holds the rank's (2) entries, strides rank - 1; the encoder only
+        // writes `map` and reads the arrays.
         let r = unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut map,
@@ -204,15 +205,14 @@ impl Gpu {
             maps[1] as *const TensorMap as *mut c_void,
             args as *const Args as *mut c_void,
         ];
-        let _scope = self.enter()?;
-        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        // SAFETY: a plain attribute of a loaded function, in its context.
-        check(unsafe { sys::cuFuncSetAttribute(function.0, attribute, shared_bytes as i32) }, "sizing shared memory")?;
         // SAFETY: the kernel's parameters are two tensor maps and one `Args`, which params
         // points to in order.
         unsafe { self.launch_params(stream, function, grid, &mut params, shared_bytes) }
     }
 
+    /// Launches with `shared_bytes` of dynamic shared memory, first allowing the function that
+    /// much (the default allowance is 48 KB).
+    ///
     /// # Safety
     /// `params` must point to the kernel's parameters, in order and of their types.
     unsafe fn launch_params(
@@ -231,6 +231,12 @@ impl Gpu {
         }
         let (blocks_x, blocks_y) = (grid.blocks.0 as u32, grid.blocks.1 as u32);
         let _scope = self.enter()?;
+        if shared_bytes > 0 {
+            let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            // SAFETY: a plain attribute of a loaded function, in its context.
+            let r = unsafe { sys::cuFuncSetAttribute(function.0, attribute, shared_bytes as i32) };
+            check(r, "sizing shared memory")?;
+        }
         // SAFETY: the caller vouches for params.
         let r = unsafe {
             sys::cuLaunchKernel(
