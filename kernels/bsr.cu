@@ -233,21 +233,7 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
         const int64_t row = tile.block_row * a.m + tile.row + local;
         const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * 128) + 2 * (lane % 4);
         if (local >= a.m) continue;
-#pragma unroll
-        for (int i = 0; i < N / 8; i++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                if (local + 8 * h >= a.m) continue;
-                TC* slot = (TC*)a.y + (row + 8 * h) * a.ldy + col + 8 * i;
-                const int64_t left = a.n - (col + 8 * i);
-                if (pairs && left >= 2) {
-                    Pair<TC> p = a.beta != 0.0 ? *(const Pair<TC>*)slot : Pair<TC>{};
-                    blend(&p.v[0], d[4 * i + 2 * h], a), blend(&p.v[1], d[4 * i + 2 * h + 1], a);
-                    *(Pair<TC>*)slot = p;
-                } else {
-                    for (int e = 0; e < 2 && e < left; e++) blend(slot + e, d[4 * i + 2 * h + e], a);
-                }
-            }
+        store_fragment<TC, N>(d, (TC*)a.y + row * a.ldy + col, a.ldy, a.m - local, a.n - col, pairs, a);
     }
 #endif
 }

@@ -1,6 +1,9 @@
 // Dense-weight event products (SPEC §3.3): N C = W · e(S) with W m x k; T C = Wᵀ · e(S) with
 // W k x m. W is in aux (row stride ldaux), S in x, C in y; m, k as in the N form, n columns.
 #include "common.cuh"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "hopper.cuh"
+#endif
 
 // W's element for output row i and input row r.
 template <class T, class A, bool TRANS> __device__ __forceinline__ A w_at(const Args& a, int64_t i, int64_t r) {
@@ -243,6 +246,212 @@ template <class T> __device__ void lists_t(const Args& a) {
         if (i < a.m && c0 + q < a.n) blend((T*)a.y + i * a.ldy + c0 + q, acc[q], a);
 }
 
+// ---------------------------------------------------------------- mm on events: tensor cores
+// N on Hopper (sm_90a). Events are exactly 0 or 1, so a tensor-core product with them is exact:
+// event_matrix writes e(S) as 0/1 in the MMA's type (E, k x ep, ep = n rounded up to DW_BOX,
+// zeros past n) into the stream's scratch, then dense_wgmma streams W once through TMA and
+// multiplies it by E on wgmma, accumulating in f32. f16/bf16 W feed the MMA from shared memory;
+// f32 W is split in registers into three bf16 parts (hi + mid + lo holds its 24 bits), each
+// multiplied by E: f32 accuracy, the FLOPs still far below W's bytes.
+//
+// Tiles of C are DW_ROWS x NT (NT = 64, 128 or 256 columns: n rounded up); a tile's K runs in
+// steps of 128 bytes of a W row (32 f32 or 64 f16/bf16 columns). The (tile, step) units are
+// split evenly over a persistent grid (stream-K): CTA c takes units [c U / G, (c + 1) U / G), so
+// every SM streams the same bytes whatever the tile count. A tile that one CTA covers whole is
+// blended into C by it; a tile shared by several is summed in order of CTA from their partial
+// sums (a workspace slot per CTA and end of its share) by whichever finishes last (a counter per
+// tile, zeroed before the launch): reproducible. A block of DW_THREADS: warpgroup 0 produces
+// (one thread loads each step's W box and E boxes into a ring of stages), warpgroups 1 and 2
+// consume (64 rows of the tile each).
+// Arguments: C in y (ldy), m, k, n, alpha, beta; the workspace (f32) in weights, the tile
+// counters (int32) in out2; W and E through the tensor maps.
+#define DW_ROWS 128
+#define DW_BOX 64                  // columns of E per TMA box: 128 bytes
+#define DW_RING_BYTES (192 * 1024) // the ring of stages (src/cuda/ops.rs asks this much + 1 KB)
+#define DW_MAX_STAGES 8
+#define DW_THREADS 384
+
+// The MMA's type for W's dtype: W's own for f16/bf16, bf16 parts for f32.
+template <class T> struct MmaOf { typedef bf16 type; };
+template <> struct MmaOf<f16> { typedef f16 type; };
+
+// E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread.
+template <class TE, class In> __device__ void event_matrix(const Args& a) {
+    const int64_t pieces = a.ldy / 8;
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.k * pieces; p += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = p / pieces, c0 = p % pieces * 8;
+        const In* x = (const In*)a.x + r * a.ldx;
+        __align__(16) TE v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = TE(c0 + j < a.n && active(x[c0 + j]) ? 1.0f : 0.0f);
+        *(uint4*)((TE*)a.y + r * a.ldy + c0) = *(const uint4*)v;
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The first unit of CTA c's share of `units`, and the CTA whose share holds unit x.
+__device__ __forceinline__ int64_t share_start(int64_t c, int64_t units) { return c * units / gridDim.x; }
+__device__ __forceinline__ int64_t share_of(int64_t x, int64_t units) {
+    return ((x + 1) * gridDim.x + units - 1) / units - 1;
+}
+
+// Each run of consecutive steps of one tile in this CTA's share: f(tile, first step, end step).
+template <class F> __device__ __forceinline__ void each_segment(int64_t steps, int64_t units, F f) {
+    for (int64_t x = share_start(blockIdx.x, units), end = share_start(blockIdx.x + 1, units); x < end;) {
+        const int64_t tile = x / steps, k0 = x % steps, k1 = min(steps, k0 + end - x);
+        f(tile, k0, k1);
+        x += k1 - k0;
+    }
+}
+
+// Splits two f32 values into their bf16 rounding (returned as a bf16x2 register) and what is
+// left (in v, exact).
+__device__ __forceinline__ uint32_t split_bf16(float2& v) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(v.x, v.y);
+    const float2 back = __bfloat1622float2(h);
+    v.x -= back.x, v.y -= back.y;
+    return *(const uint32_t*)&h;
+}
+
+// One stage's wgmmas of a consumer warpgroup: its 64 rows of the W box (`w`, 128-byte swizzled
+// rows) times the stage's E boxes (`e`, K_STAGE rows of DW_BOX columns each).
+template <class T, int NT> __device__ __forceinline__ void dense_stage(float* d, const uint8_t* w, const uint8_t* e) {
+    using namespace hopper;
+    constexpr int K_STAGE = 128 / sizeof(T), BOX_BYTES = K_STAGE * 128;
+#pragma unroll
+    for (int kq = 0; kq < K_STAGE / 16; kq++) {
+        const uint64_t b = swizzled_desc<128>(e + kq * 16 * 128, BOX_BYTES, 1024);
+        if constexpr (sizeof(T) == 2) {
+            wgmma_m64k16<T, NT>(d, swizzled_desc<128>(w + kq * 32, 16, 1024), b);
+        } else {
+            // the thread's A fragment: rows r, r + 8, columns c, c + 1, c + 8, c + 9 of the k16
+            // slice; a row's 16-byte chunk j sits at chunk j ^ (row % 8) (128-byte swizzle)
+            const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4, c = kq * 16 + 2 * (lane % 4);
+            auto at = [&](int row, int col) {
+                return *(const float2*)(w + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4);
+            };
+            float2 v[4] = {at(r, c), at(r + 8, c), at(r, c + 8), at(r + 8, c + 8)};
+            uint32_t part[3][4];
+#pragma unroll
+            for (int q = 0; q < 3; q++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) part[q][j] = split_bf16(v[j]);
+#pragma unroll
+            for (int q = 0; q < 3; q++) wgmma_m64k16<bf16, NT>(d, part[q], b);
+        }
+    }
+}
+
+// The consumers' named barrier (warpgroups 1 and 2).
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
+
+template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+    using namespace hopper;
+    constexpr int K_STAGE = 128 / sizeof(T), A_BYTES = DW_ROWS * 128, BOX_BYTES = K_STAGE * 128;
+    constexpr int STAGE_BYTES = A_BYTES + NT / DW_BOX * BOX_BYTES;
+    constexpr int STAGES = DW_RING_BYTES / STAGE_BYTES < DW_MAX_STAGES ? DW_RING_BYTES / STAGE_BYTES : DW_MAX_STAGES;
+    constexpr int REGS = NT / 2;  // accumulators a thread
+    extern __shared__ uint8_t raw[];
+    uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
+    __shared__ uint64_t full[STAGES], empty[STAGES];
+    __shared__ int completes;  // the consumers' CTA is the last to finish the current tile
+    // (computed after setmaxnreg: values live across it would go through local memory)
+    auto col_tiles = [&] { return (a.n + NT - 1) / NT; };
+    auto steps = [&] { return (a.k + K_STAGE - 1) / K_STAGE; };
+    auto units = [&] { return (a.m + DW_ROWS - 1) / DW_ROWS * col_tiles() * steps(); };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
+        barrier_init_fence();
+    }
+    __syncthreads();
+
+    if (threadIdx.x < 128) {  // producer; the ring's step count t runs on across segments
+        registers_down<56>();
+        if (threadIdx.x != 0) return;
+        const int64_t cols = col_tiles();
+        int64_t t = 0;
+        each_segment(steps(), units(), [&](int64_t tile, int64_t k0, int64_t k1) {
+            const int row0 = (int)(tile / cols * DW_ROWS), col0 = (int)(tile % cols * NT);
+            for (int64_t kk = k0; kk < k1; kk++, t++) {
+                const int s = t % STAGES;
+                if (t >= STAGES) barrier_wait(&empty[s], (t / STAGES - 1) & 1);
+                uint8_t* stage = ring + s * STAGE_BYTES;
+                barrier_expect(&full[s], STAGE_BYTES);
+                tma_load_2d(stage, w_map, &full[s], (int)(kk * K_STAGE), row0);
+                for (int i = 0; i < NT / DW_BOX; i++)
+                    tma_load_2d(stage + A_BYTES + i * BOX_BYTES, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * K_STAGE));
+            }
+        });
+        return;
+    }
+
+    registers_up<224>();
+    const int64_t cols = col_tiles(), all_steps = steps(), all_units = units();
+    const int g = threadIdx.x / 128 - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, me = threadIdx.x - 128;
+    const bool pairs = pairs_aligned<T>(a.y, a.ldy);
+    float4* workspace = (float4*)a.weights;
+    // workspace slot of CTA c's partial sums of `tile`: one for the first tile of its share, one
+    // for the last (tiles between are whole)
+    auto slot = [&](int64_t c, int64_t tile) {
+        return workspace + (2 * c + (tile == share_start(c, all_units) / all_steps ? 0 : 1)) * (REGS / 4 * 256);
+    };
+    int64_t t = 0;
+    each_segment(all_steps, all_units, [&](int64_t tile, int64_t k0, int64_t k1) {
+        float d[REGS];
+#pragma unroll
+        for (int i = 0; i < REGS; i++) d[i] = 0.f;
+        for (int64_t kk = k0; kk < k1; kk++, t++) {
+            const int s = t % STAGES;
+            barrier_wait(&full[s], (t / STAGES) & 1);
+            const uint8_t* stage = ring + s * STAGE_BYTES;
+            wgmma_fence();
+            dense_stage<T, NT>(d, stage + g * 64 * 128, stage + A_BYTES);
+            wgmma_commit();
+            // one group stays in flight: the previous stage's wgmmas are done, free its slot
+            wgmma_wait<1>();
+            if (lane == 0 && kk > k0) barrier_arrive(&empty[(t - 1) % STAGES]);
+        }
+        wgmma_wait<0>();
+        if (lane == 0) barrier_arrive(&empty[(t - 1) % STAGES]);
+
+        const int64_t first = share_of(tile * all_steps, all_units);
+        const int64_t last = share_of(tile * all_steps + all_steps - 1, all_units);
+        if (first != last) {  // a shared tile: the last CTA to finish sums the partials in order
+            float4* mine = slot(blockIdx.x, tile);
+#pragma unroll
+            for (int i = 0; i < REGS / 4; i++) __stcg(mine + i * 256 + me, make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
+            __threadfence();
+            consumers_sync();
+            if (me == 0) completes = atomicAdd((int*)a.out2 + tile, 1) == last - first;
+            consumers_sync();
+            if (!completes) return;  // on to the next segment
+            __threadfence();
+#pragma unroll
+            for (int i = 0; i < REGS; i++) d[i] = 0.f;
+            for (int64_t c = first; c <= last; c++) {
+                const float4* part = slot(c, tile);
+#pragma unroll
+                for (int i = 0; i < REGS / 4; i++) {
+                    const float4 v = __ldcg(part + i * 256 + me);
+                    d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+                }
+            }
+        }
+        const int64_t row = tile / cols * DW_ROWS + g * 64 + warp * 16 + lane / 4;
+        const int64_t col = tile % cols * NT + 2 * (lane % 4);
+        if (row < a.m) store_fragment<T, NT>(d, (T*)a.y + row * a.ldy + col, a.ldy, a.m - row, a.n - col, pairs, a);
+    });
+}
+#endif
+
+template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if (a.n <= 64) dense_wgmma<T, 64>(w_map, e_map, a);
+    else if (a.n <= 128) dense_wgmma<T, 128>(w_map, e_map, a);
+    else dense_wgmma<T, 256>(w_map, e_map, a);
+#endif
+}
+
 #define DENSE_MV(T, TN, In, InN)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) dense_mv_n_##TN##_##InN(Args a) { mv_n<T, In>(a); }         \
     extern "C" __global__ void __launch_bounds__(256) dense_mv_t_##TN##_##InN(Args a) { mv_t<T, In>(a); }
@@ -255,6 +464,15 @@ template <class T> __device__ void lists_t(const Args& a) {
     extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_t_##TN(Args a) { lists_t<T>(a); }
 #define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
+#define DENSE_WGMMA(T, TN)                                                                           \
+    extern "C" __global__ void __launch_bounds__(DW_THREADS, 1) dense_mm_wgmma_##TN(                \
+        const __grid_constant__ TensorMap w_map, const __grid_constant__ TensorMap e_map, Args a) { \
+        dense_wgmma_shapes<T>(&w_map, &e_map, a);                                                   \
+    }
+DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)
+#define EVENT_MATRIX(TE, TEN, In, InN) \
+    extern "C" __global__ void __launch_bounds__(256) event_matrix_##TEN##_##InN(Args a) { event_matrix<TE, In>(a); }
+EVS_FOR_INPUTS(EVENT_MATRIX, f16, f16) EVS_FOR_INPUTS(EVENT_MATRIX, bf16, bf16)
 #define LIST_EVENTS(In, InN) \
     extern "C" __global__ void __launch_bounds__(256) list_events_##InN(Args a) { list_events<In>(a); }
 LIST_EVENTS(u8, bool) LIST_EVENTS(f16, f16) LIST_EVENTS(bf16, bf16) LIST_EVENTS(float, f32) LIST_EVENTS(double, f64)

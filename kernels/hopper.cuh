@@ -60,38 +60,90 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
 }
 
-// d (64 x N f32, the warpgroup's fragment) += A (64 x 16, K-major) · B (16 x N, N-major), both
-// from shared memory; T is f16 or bf16, N 128 or 256 (64 or 128 accumulators a thread).
-#define WGMMA_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define WGMMA_M64N128K16(TYPE) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-                 "}, %64, %65, p, 1, 1, 0, 1;\n}" \
-                 : WGMMA_D8(0), WGMMA_D8(8), WGMMA_D8(16), WGMMA_D8(24), WGMMA_D8(32), WGMMA_D8(40), WGMMA_D8(48), WGMMA_D8(56) \
+// The accumulators of an m64nNk16 wgmma as asm operands: N / 2 f32 registers a thread, listed
+// as "%0, ..." (WG_REGS_<count>) and as "+f" constraints (WG_OUTS_<count>); the operands that
+// follow them are numbered from <count> on.
+#define WG_REGS_32 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WG_REGS_64 WG_REGS_32 ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WG_REGS_128 WG_REGS_64 ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WG_OUTS_32 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
+#define WG_OUTS_64 WG_OUTS_32, WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
+#define WG_OUTS_128 WG_OUTS_64, WG_D8(64), WG_D8(72), WG_D8(80), WG_D8(88), WG_D8(96), WG_D8(104), WG_D8(112), WG_D8(120)
+
+// d (64 x N f32, the warpgroup's fragment) += A (64 x 16, K-major) · B (16 x N, N-major), B from
+// shared memory and A from shared memory (SS: descriptor a) or from registers (RS: four 32-bit
+// registers a thread holding its 8 elements, rows lane / 4 (+ 8) of the warp's 16, columns
+// 2 (lane % 4) (+ 1, + 8, + 9) as in mma.sync's m16n8k16 A fragment). T is f16 or bf16. A, B and
+// P name the operands of A, B and the flag that sets scale-d (always 1: d accumulates).
+#define WGMMA_SS(N, TYPE, REGS, OUTS, A, B, P)                                                                  \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                                 \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, " A ", " B        \
+                 ", p, 1, 1, 0, 1;\n}"                                                                           \
+                 : OUTS                                                                                         \
                  : "l"(a), "l"(b), "r"(1))
-#define WGMMA_M64N256K16(TYPE) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {" \
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-                 "}, %128, %129, p, 1, 1, 0, 1;\n}" \
-                 : WGMMA_D8(0), WGMMA_D8(8), WGMMA_D8(16), WGMMA_D8(24), WGMMA_D8(32), WGMMA_D8(40), WGMMA_D8(48), WGMMA_D8(56), WGMMA_D8(64), WGMMA_D8(72), WGMMA_D8(80), WGMMA_D8(88), WGMMA_D8(96), WGMMA_D8(104), WGMMA_D8(112), WGMMA_D8(120) \
-                 : "l"(a), "l"(b), "r"(1))
+#define WGMMA_RS(N, TYPE, REGS, OUTS, A, B, P)                                                                  \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                                 \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, " A ", " B        \
+                 ", p, 1, 1, 1;\n}"                                                                              \
+                 : OUTS                                                                                         \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+#define WGMMA_SHAPES(TYPE, T)                                                                                  \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 64>(float* d, uint64_t a, uint64_t b) {          \
+        WGMMA_SS(64, TYPE, WG_REGS_32, WG_OUTS_32, "%32", "%33", "%34");                                           \
+    }                                                                                                              \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 128>(float* d, uint64_t a, uint64_t b) {         \
+        WGMMA_SS(128, TYPE, WG_REGS_64, WG_OUTS_64, "%64", "%65", "%66");                                          \
+    }                                                                                                              \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 256>(float* d, uint64_t a, uint64_t b) {         \
+        WGMMA_SS(256, TYPE, WG_REGS_128, WG_OUTS_128, "%128", "%129", "%130");                                     \
+    }                                                                                                              \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 64>(float* d, const uint32_t(&a)[4], uint64_t b) {  \
+        WGMMA_RS(64, TYPE, WG_REGS_32, WG_OUTS_32, "{%32, %33, %34, %35}", "%36", "%37");                          \
+    }                                                                                                              \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 128>(float* d, const uint32_t(&a)[4], uint64_t b) { \
+        WGMMA_RS(128, TYPE, WG_REGS_64, WG_OUTS_64, "{%64, %65, %66, %67}", "%68", "%69");                         \
+    }                                                                                                              \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 256>(float* d, const uint32_t(&a)[4], uint64_t b) { \
+        WGMMA_RS(256, TYPE, WG_REGS_128, WG_OUTS_128, "{%128, %129, %130, %131}", "%132", "%133");                 \
+    }
 template <class T, int N> __device__ __forceinline__ void wgmma_m64k16(float* d, uint64_t a, uint64_t b);
-template <> __device__ __forceinline__ void wgmma_m64k16<bf16, 128>(float* d, uint64_t a, uint64_t b) { WGMMA_M64N128K16("bf16"); }
-template <> __device__ __forceinline__ void wgmma_m64k16<f16, 128>(float* d, uint64_t a, uint64_t b) { WGMMA_M64N128K16("f16"); }
-template <> __device__ __forceinline__ void wgmma_m64k16<bf16, 256>(float* d, uint64_t a, uint64_t b) { WGMMA_M64N256K16("bf16"); }
-template <> __device__ __forceinline__ void wgmma_m64k16<f16, 256>(float* d, uint64_t a, uint64_t b) { WGMMA_M64N256K16("f16"); }
+template <class T, int N> __device__ __forceinline__ void wgmma_m64k16(float* d, const uint32_t (&a)[4], uint64_t b);
+WGMMA_SHAPES("f16", f16)
+WGMMA_SHAPES("bf16", bf16)
+
+// Stores a warpgroup's 64 x N f32 fragment d into C through blend (alpha, beta, rounding once):
+// d[4i + 2h + e] is row lane / 4 + 8h of the warp's 16, column 8i + 2 (lane % 4) + e. `c` is
+// this thread's first element (h = 0, i = e = 0); `rows` and `cols` count the valid rows and
+// columns from there (rows past `rows`, columns past `cols` are dropped). Two elements a store
+// where `pairs` says C's rows are Pair-aligned.
+template <class TC, int N>
+__device__ __forceinline__ void store_fragment(const float* d, TC* c, int64_t ldc, int64_t rows, int64_t cols, bool pairs,
+                                               const Args& a) {
+#pragma unroll
+    for (int i = 0; i < N / 8; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (8 * h >= rows) continue;
+            TC* slot = c + 8 * h * ldc + 8 * i;
+            const int64_t left = cols - 8 * i;
+            if (pairs && left >= 2) {
+                Pair<TC> p = a.beta != 0.0 ? *(const Pair<TC>*)slot : Pair<TC>{};
+                blend(&p.v[0], d[4 * i + 2 * h], a), blend(&p.v[1], d[4 * i + 2 * h + 1], a);
+                *(Pair<TC>*)slot = p;
+            } else {
+                for (int e = 0; e < 2 && e < left; e++) blend(slot + e, d[4 * i + 2 * h + e], a);
+            }
+        }
+}
 
 // Moves registers from the producer warpgroup to the consumers (counts per thread).
 template <int R> __device__ __forceinline__ void registers_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R)); }

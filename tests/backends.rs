@@ -406,7 +406,81 @@ fn yw2y_cases(p: &mut Pair) {
 #[test]
 fn dense_products_match_cpu() {
     let mut p = Pair::new();
-    p.each_algorithm::<plan::DenseMm>(|p| (0..2).for_each(|_| dense_cases(p)));
+    p.each_algorithm::<plan::DenseMm>(|p| {
+        (0..2).for_each(|_| dense_cases(p));
+        dense_tensor_core_cases(p);
+    });
+}
+
+/// A row-major array whose rows are `ld` elements apart (ld >= cols): a view of a larger one.
+struct Padded {
+    view: Both,
+    _backing: Both,
+}
+
+impl Pair {
+    fn padded(&self, t: DType, (rows, cols, ld): (usize, usize, usize), values: &[f64]) -> Padded {
+        let mut wide = vec![f64::NAN; rows * ld];
+        for r in 0..rows {
+            wide[r * ld..r * ld + cols].copy_from_slice(&values[r * cols..(r + 1) * cols]);
+        }
+        let backing = self.both(t, (2, rows, ld), &wide);
+        let view = |d: &Dense| Dense::wrap(&d.ctx, t, 2, rows as i64, cols as i64, ld as i64, d.buf.ptr()).unwrap();
+        Padded { view: Both { dev: view(&backing.dev), cpu: view(&backing.cpu) }, _backing: backing }
+    }
+}
+
+/// Dense mm N on events with W the tensor-core path can address (16-byte rows, also padded):
+/// m not a multiple of the 128-row tile, k not of a K step, n from 2 to past 256 (two column
+/// tiles), shapes whose tiles several CTAs share, all-zero and all-active events; f32 results
+/// also within 1e-6 (norm-wise) of a float64 product.
+fn dense_tensor_core_cases(p: &mut Pair) {
+    let shapes = [(300, 1000, 100), (130, 72, 2), (64, 264, 64), (257, 40, 130), (200, 512, 300), (1, 8, 17)];
+    for t in [DType::F16, DType::BF16, DType::F32] {
+        for (case, &(m, k, n)) in shapes.iter().enumerate() {
+            let e = EVENTS[case % EVENTS.len()];
+            let ld = k + [0, 8, 24][case % 3];
+            let wv = p.values(m * k, 5);
+            let w = p.padded(t, (m, k, ld), &wv);
+            let sv = match case {
+                4 => vec![0.0; k * n],
+                5 => vec![1.0; k * n],
+                _ => p.events(e, k * n),
+            };
+            let x = p.both(e, (2, k, n), &sv);
+            let (alpha, beta) = scalars(p);
+            let c = p.output(t, (2, m, n), beta);
+            let c0 = read(&p.cpu.1, &c.cpu);
+            let what = format!("dense tensor cores N {} W {m}x{k} (ld {ld}) S {} x{n}", t.name(), e.name());
+            let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
+                ops::dense_mm(&side.1, Op::N, InputKind::Events, alpha, w, x, beta, c, false)
+            };
+            if p.ran(&what, run(&p.dev, &w.view.dev, &x.dev, &c.dev)) {
+                run(&p.cpu, &w.view.cpu, &x.cpu, &c.cpu).unwrap();
+                p.compare(&what, &c);
+                if t == DType::F32 {
+                    let exact = dense_n_f64(&wv, &sv, (m, k, n), alpha, beta, &c0);
+                    let got = read(&p.dev.1, &c.dev);
+                    let err = got.iter().zip(&exact).map(|(g, x)| (g - x).powi(2)).sum::<f64>().sqrt();
+                    let norm = exact.iter().map(|x| x * x).sum::<f64>().sqrt();
+                    assert!(err <= 1e-6 * norm.max(1e-30), "{what}: relative error {} against float64", err / norm);
+                }
+            }
+        }
+    }
+}
+
+/// alpha · W · e(S) + beta · C0 in float64, S's values as events (active where > 0).
+fn dense_n_f64(w: &[f64], s: &[f64], (m, k, n): (usize, usize, usize), alpha: f64, beta: f64, c0: &[f64]) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for r in (0..k).filter(|&r| w[i * k + r] != 0.0) {
+            for j in (0..n).filter(|&j| s[r * n + j] > 0.0) {
+                c[i * n + j] += w[i * k + r];
+            }
+        }
+    }
+    c.iter().zip(c0).map(|(v, c0)| alpha * v + if beta != 0.0 { beta * c0 } else { 0.0 }).collect()
 }
 
 fn dense_cases(p: &mut Pair) {

@@ -246,16 +246,18 @@ pub fn dense_mm(
     match s.ctx.backend {
         Backend::Cpu(_) => cpu::dense_mm(s, &cpu::DenseProduct { op, kind, alpha, w, s: x, beta, c }),
         Backend::Cuda(_) => {
+            let tensor_cores = op == Op::N && kind == InputKind::Events && cuda::dense_tma(s, w, c.cols);
             let fits = |alg| match alg {
                 plan::DenseMm::MvRowWarp => op == Op::N && c.cols == 1,
                 plan::DenseMm::MvColumnBlocks => op == Op::T && c.cols == 1,
                 plan::DenseMm::EventLists => kind == InputKind::Events,
+                plan::DenseMm::Wgmma => tensor_cores,
                 plan::DenseMm::Tiled
                 | plan::DenseMm::InputNonzeros
                 | plan::DenseMm::Gemm
                 | plan::DenseMm::Reference => true,
             };
-            let alg = gpu_plan(s, plan::choose_dense_mm(op, c.cols, kind), fits)?;
+            let alg = gpu_plan(s, plan::choose_dense_mm(op, c.cols, kind, tensor_cores), fits)?;
             cuda::dense_mm(s, alg, op == Op::T, kind, alpha, w, x, beta, c)
         }
     }
@@ -276,7 +278,7 @@ pub fn dense_mv_spikes(s: &Stream, op: Op, alpha: f64, w: &Dense, list: SpikeLis
     match s.ctx.backend {
         Backend::Cpu(_) => cpu::dense_mv_spikes(s, op, alpha, w, list.host_entries(neurons)?, beta, c),
         Backend::Cuda(_) => {
-            let chosen = plan::choose_dense_mm(op, 1, InputKind::Events);
+            let chosen = plan::choose_dense_mm(op, 1, InputKind::Events, false);
             let alg = gpu_plan(s, chosen, |alg| alg == chosen)?;
             cuda::dense_mv_spikes(s, alg, alpha, w, list, beta, c)
         }

@@ -155,6 +155,11 @@ algorithms! {
         /// Events with n > 1: the active rows of each column of S listed per chunk of rows (a
         /// per-stream scratch), then W read once and only the active (row, column) pairs added.
         EventLists = "event_lists" on Gpu,
+        /// N on events with n > 1 on Hopper's tensor cores (sm_90; f16, bf16, f32 W, TMA-aligned):
+        /// the events as exact 0/1 (a per-stream scratch), W streamed once through TMA by a
+        /// persistent grid sharing the work evenly (stream-K, partial tiles summed in a fixed
+        /// order); f32 W split into three bf16 parts (f32 accuracy). Reproducible.
+        Wgmma = "wgmma" on Gpu,
         /// Only the input's nonzeros (events) are visited: N gathers W's row at their rows, T
         /// adds W's rows into each output column, with the machine's SIMD width.
         InputNonzeros = "input_nonzeros" on Cpu,
@@ -403,12 +408,14 @@ pub fn choose_yw2y(op: Op) -> Yw2y {
     }
 }
 
-/// Dense mv / mm on the GPU: one column runs the mv kernels; events with more columns list
-/// their active pairs (bench/NOTES.md, "Dense mm on events"); float inputs run the tiles.
-pub fn choose_dense_mm(op: Op, n: usize, kind: InputKind) -> DenseMm {
+/// Dense mv / mm on the GPU: one column runs the mv kernels; events with more columns run on
+/// the tensor cores where `tensor_cores` says they can (N), else list their active pairs
+/// (bench/NOTES.md, "Dense mm on events"); float inputs run the tiles.
+pub fn choose_dense_mm(op: Op, n: usize, kind: InputKind, tensor_cores: bool) -> DenseMm {
     match (op, n) {
         (Op::N, 1) => DenseMm::MvRowWarp,
         (Op::T, 1) => DenseMm::MvColumnBlocks,
+        _ if kind == InputKind::Events && tensor_cores => DenseMm::Wgmma,
         _ if kind == InputKind::Events => DenseMm::EventLists,
         _ => DenseMm::Tiled,
     }
@@ -615,9 +622,11 @@ mod tests {
         assert_eq!(choose_spmm_t(&small, 1, DType::F32, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&large, 1, DType::BF16, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
-        assert_eq!(choose_dense_mm(Op::T, 1, InputKind::Events), DenseMm::MvColumnBlocks);
-        assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float), DenseMm::Tiled);
-        assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events), DenseMm::EventLists);
+        assert_eq!(choose_dense_mm(Op::T, 1, InputKind::Events, true), DenseMm::MvColumnBlocks);
+        assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float, true), DenseMm::Tiled);
+        assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events, false), DenseMm::EventLists);
+        assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, false), DenseMm::EventLists);
+        assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, true), DenseMm::Wgmma);
         assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);
         let call = |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned, tma: false };
         let hopper = |dtype, bm, bk| BsrmmCall { dtype, bm, bk, aligned: true, tma: true };

@@ -87,7 +87,7 @@ impl Default for Args {
 pub struct TensorMap(sys::CUtensorMap);
 
 impl TensorMap {
-    /// A 2-D row-major tensor of `dtype` (2-byte elements) at `base`, `rows` x `cols` with rows
+    /// A 2-D row-major tensor of `dtype` (f16, bf16 or f32) at `base`, `rows` x `cols` with rows
     /// `row_bytes` apart, read in boxes of `box_rows` x `box_cols` into shared memory with the
     /// swizzle of the box's row width (128, 64 or 32 bytes). TMA needs `base` and `row_bytes` on 16
     /// bytes and each extent below 2^32 (the caller checks; the driver's refusal is an error).
@@ -102,6 +102,7 @@ impl TensorMap {
         let element = match dtype {
             DType::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
             DType::BF16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            DType::F32 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
             _ => return Err(Error::internal(format!("no tensor map for {}", dtype.name()))),
         };
         let swizzle = match box_cols as usize * dtype.size() {

@@ -378,6 +378,7 @@ fn launch_dense(
             (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)))
         }
         DenseMm::EventLists => return event_lists(s, transposed, &args, input_dtype, w.dtype),
+        DenseMm::Wgmma => return dense_wgmma(s, &args, w, input_dtype),
     };
     gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input_dtype))?, grid, &args)
 }
@@ -424,6 +425,71 @@ fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_
         (family, Grid::new((n.div_ceil(cols), m.div_ceil(LIST_ROWS)), (THREADS, 1)))
     };
     gpu.launch(stream, gpu.kernel(family, Some(w_dtype), None)?, grid, &Args { x: lists, out2: counts, ..*args })
+}
+
+/// Whether dense mm N on events can run on Hopper's tensor cores (`dense_wgmma`): an sm_90
+/// device, f16/bf16/f32 W that TMA can address (base and row stride on 16 bytes, extents within
+/// i32), more than one column and at least one input row.
+pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
+    let Ok((gpu, _)) = parts(s) else { return false };
+    gpu.compute_capability == 90
+        && matches!(w.dtype, DType::F16 | DType::BF16 | DType::F32)
+        && w.buf.addr() % 16 == 0
+        && (w.ld * w.dtype.size()) % 16 == 0
+        && n > 1
+        && w.cols > 0
+        && w.rows.max(w.cols) < i32::MAX as usize
+}
+
+/// Shape of dense_wgmma (kernels/dense.cu, "mm on events: tensor cores"): threads, rows of a
+/// tile of C, columns of E per TMA box, the ring of stages (shared memory), the most columns
+/// of a tile.
+const DW_THREADS: u32 = 384;
+const DW_ROWS: u64 = 128;
+const DW_BOX: u64 = 64;
+const DW_RING_BYTES: u64 = 192 * 1024;
+const DW_TILE_COLS_MAX: u64 = 256;
+
+/// Dense mm N on events on Hopper's tensor cores, in three steps on the stream: the events as
+/// a 0/1 matrix E in the MMA's type (bf16, or f16 for f16 W; k x ep, ep = n rounded up to
+/// DW_BOX) into the scratch, the tile counters zeroed, then the persistent stream-K product
+/// (a CTA per SM; the workspace holds two partial tiles per CTA).
+fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
+    let mma = if w.dtype == DType::F16 { DType::F16 } else { DType::BF16 };
+    let ep = n.next_multiple_of(DW_BOX);
+    let cols = if n <= 64 {
+        64
+    } else if n <= 128 {
+        128
+    } else {
+        DW_TILE_COLS_MAX
+    };
+    let k_stage = 128 / w.dtype.size() as u64;
+    let tiles = m.div_ceil(DW_ROWS) * n.div_ceil(cols);
+    let blocks = (tiles * k.div_ceil(k_stage)).min(gpu.multiprocessors as u64);
+    let e_bytes = (k * ep * 2).next_multiple_of(256);
+    let counters_bytes = (tiles * 4).next_multiple_of(256);
+    let workspace_bytes = 2 * blocks * DW_ROWS * cols * 4;
+    let e = scratch(s, (e_bytes + counters_bytes + workspace_bytes) as usize)?;
+    let (counters, workspace) = (e + e_bytes, e + e_bytes + counters_bytes);
+    let events = Args { x: args.x, ldx: args.ldx, y: e, ldy: ep as i64, k: k as i64, n: n as i64, ..Args::default() };
+    let matrix = gpu.kernel(EVENT_MATRIX, Some(mma), Some(input_dtype))?;
+    gpu.launch(stream, matrix, Grid::strided(gpu, k * ep / 8), &events)?;
+    zero_device(gpu, stream, counters, (tiles * 4) as usize)?;
+    let w_map = TensorMap::swizzled_2d(
+        gpu,
+        w.dtype,
+        w.buf.addr(),
+        (m, k, (w.ld * w.dtype.size()) as u64),
+        (DW_ROWS as u32, k_stage as u32),
+    )?;
+    let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (k_stage as u32, DW_BOX as u32))?;
+    let product = Args { weights: workspace, out2: counters, ..*args };
+    let function = gpu.kernel(DENSE_MM_WGMMA, Some(w.dtype), None)?;
+    let grid = Grid::new((blocks, 1), (DW_THREADS, 1));
+    gpu.launch_with_maps(stream, function, grid, [&w_map, &e_map], &product, (DW_RING_BYTES + 1024) as u32)
 }
 
 /// CSR plasticity: pre walks the rows of active pre-neurons, post the CSC columns of active
