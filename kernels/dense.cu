@@ -254,26 +254,21 @@ template <class T> __device__ void lists_t(const Args& a) {
 // f32 W is split in registers into three bf16 parts (hi + mid + lo holds its 24 bits), each
 // multiplied by E: f32 accuracy, the FLOPs still far below W's bytes.
 //
-// Tiles of C are DW_ROWS x NT (NT = 64, 128 or 256 columns: n rounded up); a tile's K runs in
-// steps of 128 bytes of a W row (32 f32 or 64 f16/bf16 columns). The (tile, step) units are
+// Tiles of C are 128 or 256 rows by NT = 64, 128 or 256 columns (dense_wgmma_shapes); a tile's
+// K runs in steps of 128 bytes of a W row (32 f32 or 64 f16/bf16 columns). The (tile, step) units are
 // split evenly over a persistent grid (stream-K): CTA c takes units [c U / G, (c + 1) U / G), so
 // every SM streams the same bytes whatever the tile count. A tile that one CTA covers whole is
 // blended into C by it; a tile shared by several is summed in order of CTA from their partial
 // sums (a workspace slot per CTA and end of its share) by whichever finishes last (a counter per
 // tile, zeroed before the launch): reproducible. A block of DW_THREADS: warpgroup 0 produces
 // (one thread loads each step's W box and E boxes into a ring of stages), warpgroups 1 and 2
-// consume (64 rows of the tile each).
+// consume (half of the tile's rows each).
 // Arguments: C in y (ldy), m, k, n, alpha, beta; the workspace (f32) in weights, the tile
 // counters (int32) in out2; W and E through the tensor maps.
-#define DW_ROWS 128
 #define DW_BOX 64                  // columns of E per TMA box: 128 bytes
-#define DW_RING_BYTES (192 * 1024) // the ring of stages (src/cuda/ops.rs asks this much + 1 KB)
-#define DW_MAX_STAGES 8
+#define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
+#define DW_E_STAGES 4              // E's ring; W's takes the rest
 #define DW_THREADS 384
-
-// The MMA's type for W's dtype: W's own for f16/bf16, bf16 parts for f32.
-template <class T> struct MmaOf { typedef bf16 type; };
-template <> struct MmaOf<f16> { typedef f16 type; };
 
 // E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread.
 template <class TE, class In> __device__ void event_matrix(const Args& a) {
@@ -313,31 +308,46 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
     return *(const uint32_t*)&h;
 }
 
-// One stage's wgmmas of a consumer warpgroup: its 64 rows of the W box (`w`, 128-byte swizzled
-// rows) times the stage's E boxes (`e`, K_STAGE rows of DW_BOX columns each).
-template <class T, int NT> __device__ __forceinline__ void dense_stage(float* d, const uint8_t* w, const uint8_t* e) {
+// One stage's wgmmas of a consumer warpgroup: its MT x 64 rows of the W box (`w`, 128-byte
+// swizzled rows) times the stage's E boxes (`e`, K_STAGE rows of DW_BOX columns each), into
+// d[mt] for half-precision W. f32 W (MT = 1): the thread's A fragments (rows r, r + 8, columns
+// c, c + 1, c + 8, c + 9 of each k16 slice; a row's 16-byte chunk j sits at chunk j ^ (row % 8))
+// split into bf16 parts, the largest summed into d[0] and the two others into d[1]. The tensor
+// cores' sums truncate what falls below their accumulator's last bit: sums of the 8-bit large
+// parts alone stay exact, and the small parts' truncation is 2^-8 smaller (one accumulator for
+// all three: 2.7e-6 relative error against float64 at 10000² x 100, 1 %).
+template <class T, int NT, int MT, class F>
+__device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded) {
     using namespace hopper;
-    constexpr int K_STAGE = 128 / sizeof(T), BOX_BYTES = K_STAGE * 128;
+    constexpr int K_STAGE = 128 / sizeof(T), BOX_BYTES = K_STAGE * 128, SLICES = K_STAGE / 16;
+    auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, BOX_BYTES, 1024); };
+    if constexpr (sizeof(T) == 2) {
 #pragma unroll
-    for (int kq = 0; kq < K_STAGE / 16; kq++) {
-        const uint64_t b = swizzled_desc<128>(e + kq * 16 * 128, BOX_BYTES, 1024);
-        if constexpr (sizeof(T) == 2) {
-            wgmma_m64k16<T, NT>(d, swizzled_desc<128>(w + kq * 32, 16, 1024), b);
-        } else {
-            // the thread's A fragment: rows r, r + 8, columns c, c + 1, c + 8, c + 9 of the k16
-            // slice; a row's 16-byte chunk j sits at chunk j ^ (row % 8) (128-byte swizzle)
-            const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4, c = kq * 16 + 2 * (lane % 4);
-            auto at = [&](int row, int col) {
-                return *(const float2*)(w + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4);
-            };
-            float2 v[4] = {at(r, c), at(r + 8, c), at(r, c + 8), at(r + 8, c + 8)};
-            uint32_t part[3][4];
+        for (int kq = 0; kq < SLICES; kq++)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                wgmma_m64k16<T, NT>(d[mt], swizzled_desc<128>(w + mt * 64 * 128 + kq * 32, 16, 1024), b_desc(kq));
+    } else {
+        const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4;
+        auto at = [&](int row, int col) { return *(const float2*)(w + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4); };
+        float2 v[SLICES][4];
+#pragma unroll
+        for (int kq = 0; kq < SLICES; kq++) {
+            const int c = kq * 16 + 2 * (lane % 4);
+            v[kq][0] = at(r, c), v[kq][1] = at(r + 8, c), v[kq][2] = at(r, c + 8), v[kq][3] = at(r + 8, c + 8);
+        }
+        __syncwarp();  // the warp's loads are done before its lane 0 frees the slot
+        loaded();
+#pragma unroll
+        for (int kq = 0; kq < SLICES; kq++) {
+            uint32_t part[3][4];  // hi, mid, lo
 #pragma unroll
             for (int q = 0; q < 3; q++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) part[q][j] = split_bf16(v[j]);
-#pragma unroll
-            for (int q = 0; q < 3; q++) wgmma_m64k16<bf16, NT>(d, part[q], b);
+                for (int j = 0; j < 4; j++) part[q][j] = split_bf16(v[kq][j]);
+            wgmma_m64k16<bf16, NT>(d[1], part[2], b_desc(kq));
+            wgmma_m64k16<bf16, NT>(d[1], part[1], b_desc(kq));
+            wgmma_m64k16<bf16, NT>(d[0], part[0], b_desc(kq));
         }
     }
 }
@@ -345,41 +355,58 @@ template <class T, int NT> __device__ __forceinline__ void dense_stage(float* d,
 // The consumers' named barrier (warpgroups 1 and 2).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
-template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+// A tile is 2 x MT x 64 rows (each consumer warpgroup MT m64 row blocks) by NT columns. W and E
+// stream through rings of their own: W's from DRAM wants many steps in flight, E's from L2 few,
+// and f32 W's slot is free as soon as the consumers hold its fragments in registers.
+template <class T, int NT, int MT> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
     using namespace hopper;
-    constexpr int K_STAGE = 128 / sizeof(T), A_BYTES = DW_ROWS * 128, BOX_BYTES = K_STAGE * 128;
-    constexpr int STAGE_BYTES = A_BYTES + NT / DW_BOX * BOX_BYTES;
-    constexpr int STAGES = DW_RING_BYTES / STAGE_BYTES < DW_MAX_STAGES ? DW_RING_BYTES / STAGE_BYTES : DW_MAX_STAGES;
-    constexpr int REGS = NT / 2;  // accumulators a thread
+    constexpr int ROWS = 128 * MT, K_STAGE = 128 / sizeof(T), W_BYTES = ROWS * 128, BOX_BYTES = K_STAGE * 128;
+    constexpr int E_BYTES = NT / DW_BOX * BOX_BYTES;
+    constexpr int W_STAGES = (DW_RING_BYTES - DW_E_STAGES * E_BYTES) / W_BYTES;
+    constexpr int REGS = NT / 2;                    // accumulators a thread, per m64 block
+    constexpr int SETS = sizeof(T) == 4 ? 2 : MT;   // accumulator sets (f32: large and small parts)
+    constexpr int PART = MT * REGS / 4 * 256;       // float4s of a partial tile (its MT fragments)
+    static_assert(sizeof(T) == 2 || MT == 1, "f32 W keeps two accumulator sets for one row block");
+    static_assert(W_STAGES >= 2, "two W stages at least");
     extern __shared__ uint8_t raw[];
-    uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
-    __shared__ uint64_t full[STAGES], empty[STAGES];
+    uint8_t* w_ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
+    uint8_t* e_ring = w_ring + W_STAGES * W_BYTES;
+    __shared__ uint64_t w_full[W_STAGES], w_empty[W_STAGES], e_full[DW_E_STAGES], e_empty[DW_E_STAGES];
     __shared__ int completes;  // the consumers' CTA is the last to finish the current tile
     // (computed after setmaxnreg: values live across it would go through local memory)
     auto col_tiles = [&] { return (a.n + NT - 1) / NT; };
     auto steps = [&] { return (a.k + K_STAGE - 1) / K_STAGE; };
-    auto units = [&] { return (a.m + DW_ROWS - 1) / DW_ROWS * col_tiles() * steps(); };
+    auto units = [&] { return (a.m + ROWS - 1) / ROWS * col_tiles() * steps(); };
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
+        for (int s = 0; s < W_STAGES; s++) barrier_init(&w_full[s], 1), barrier_init(&w_empty[s], 8);
+        for (int s = 0; s < DW_E_STAGES; s++) barrier_init(&e_full[s], 1), barrier_init(&e_empty[s], 8);
         barrier_init_fence();
     }
     __syncthreads();
 
-    if (threadIdx.x < 128) {  // producer; the ring's step count t runs on across segments
+    // producers: lane 0 of warp 0 loads W, of warp 1 E; each ring's step count t runs on across
+    // segments
+    if (threadIdx.x < 128) {
         registers_down<56>();
-        if (threadIdx.x != 0) return;
+        if (threadIdx.x % 32 != 0 || threadIdx.x >= 64) return;
+        const bool loads_w = threadIdx.x == 0;
+        const int stages = loads_w ? W_STAGES : DW_E_STAGES;
+        uint64_t *full = loads_w ? w_full : e_full, *empty = loads_w ? w_empty : e_empty;
         const int64_t cols = col_tiles();
         int64_t t = 0;
         each_segment(steps(), units(), [&](int64_t tile, int64_t k0, int64_t k1) {
-            const int row0 = (int)(tile / cols * DW_ROWS), col0 = (int)(tile % cols * NT);
+            const int row0 = (int)(tile / cols * ROWS), col0 = (int)(tile % cols * NT);
             for (int64_t kk = k0; kk < k1; kk++, t++) {
-                const int s = t % STAGES;
-                if (t >= STAGES) barrier_wait(&empty[s], (t / STAGES - 1) & 1);
-                uint8_t* stage = ring + s * STAGE_BYTES;
-                barrier_expect(&full[s], STAGE_BYTES);
-                tma_load_2d(stage, w_map, &full[s], (int)(kk * K_STAGE), row0);
-                for (int i = 0; i < NT / DW_BOX; i++)
-                    tma_load_2d(stage + A_BYTES + i * BOX_BYTES, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * K_STAGE));
+                const int s = t % stages;
+                if (t >= stages) barrier_wait(&empty[s], (t / stages - 1) & 1);
+                if (loads_w) {
+                    barrier_expect(&full[s], W_BYTES);
+                    tma_load_2d(w_ring + s * W_BYTES, w_map, &full[s], (int)(kk * K_STAGE), row0);
+                } else {
+                    barrier_expect(&full[s], E_BYTES);
+                    for (int i = 0; i < NT / DW_BOX; i++)
+                        tma_load_2d(e_ring + s * E_BYTES + i * BOX_BYTES, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * K_STAGE));
+                }
             }
         });
         return;
@@ -393,33 +420,51 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
     // workspace slot of CTA c's partial sums of `tile`: one for the first tile of its share, one
     // for the last (tiles between are whole)
     auto slot = [&](int64_t c, int64_t tile) {
-        return workspace + (2 * c + (tile == share_start(c, all_units) / all_steps ? 0 : 1)) * (REGS / 4 * 256);
+        return workspace + (2 * c + (tile == share_start(c, all_units) / all_steps ? 0 : 1)) * PART;
     };
     int64_t t = 0;
     each_segment(all_steps, all_units, [&](int64_t tile, int64_t k0, int64_t k1) {
-        float d[REGS];
+        float d[SETS][REGS];
 #pragma unroll
-        for (int i = 0; i < REGS; i++) d[i] = 0.f;
+        for (int q = 0; q < SETS; q++)
+#pragma unroll
+            for (int i = 0; i < REGS; i++) d[q][i] = 0.f;
         for (int64_t kk = k0; kk < k1; kk++, t++) {
-            const int s = t % STAGES;
-            barrier_wait(&full[s], (t / STAGES) & 1);
-            const uint8_t* stage = ring + s * STAGE_BYTES;
+            const int sw = t % W_STAGES, se = t % DW_E_STAGES;
+            barrier_wait(&w_full[sw], (t / W_STAGES) & 1);
+            barrier_wait(&e_full[se], (t / DW_E_STAGES) & 1);
             wgmma_fence();
-            dense_stage<T, NT>(d, stage + g * 64 * 128, stage + A_BYTES);
+            // f32 W frees its slot once in registers (after dense_stage's loads), f16/bf16 once
+            // its wgmmas are done
+            dense_stage<T, NT, MT>(d, w_ring + sw * W_BYTES + g * MT * 64 * 128, e_ring + se * E_BYTES,
+                                   [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); });
             wgmma_commit();
-            // one group stays in flight: the previous stage's wgmmas are done, free its slot
+            // one group stays in flight: the previous step's wgmmas are done, free its slots
             wgmma_wait<1>();
-            if (lane == 0 && kk > k0) barrier_arrive(&empty[(t - 1) % STAGES]);
+            if (lane == 0 && kk > k0) {
+                if (sizeof(T) == 2) barrier_arrive(&w_empty[(t - 1) % W_STAGES]);
+                barrier_arrive(&e_empty[(t - 1) % DW_E_STAGES]);
+            }
         }
         wgmma_wait<0>();
-        if (lane == 0) barrier_arrive(&empty[(t - 1) % STAGES]);
+        if (lane == 0) {
+            if (sizeof(T) == 2) barrier_arrive(&w_empty[(t - 1) % W_STAGES]);
+            barrier_arrive(&e_empty[(t - 1) % DW_E_STAGES]);
+        }
+        if constexpr (sizeof(T) == 4) {
+#pragma unroll
+            for (int i = 0; i < REGS; i++) d[0][i] += d[1][i];
+        }
 
         const int64_t first = share_of(tile * all_steps, all_units);
         const int64_t last = share_of(tile * all_steps + all_steps - 1, all_units);
         if (first != last) {  // a shared tile: the last CTA to finish sums the partials in order
-            float4* mine = slot(blockIdx.x, tile);
+            float4* mine = slot(blockIdx.x, tile) + me;
 #pragma unroll
-            for (int i = 0; i < REGS / 4; i++) __stcg(mine + i * 256 + me, make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int i = 0; i < REGS / 4; i++)
+                    __stcg(mine + (mt * REGS / 4 + i) * 256, make_float4(d[mt][4 * i], d[mt][4 * i + 1], d[mt][4 * i + 2], d[mt][4 * i + 3]));
             __threadfence();
             consumers_sync();
             if (me == 0) completes = atomicAdd((int*)a.out2 + tile, 1) == last - first;
@@ -427,28 +472,40 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
             if (!completes) return;  // on to the next segment
             __threadfence();
 #pragma unroll
-            for (int i = 0; i < REGS; i++) d[i] = 0.f;
-            for (int64_t c = first; c <= last; c++) {
-                const float4* part = slot(c, tile);
+            for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                for (int i = 0; i < REGS / 4; i++) {
-                    const float4 v = __ldcg(part + i * 256 + me);
-                    d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
-                }
+                for (int i = 0; i < REGS; i++) d[mt][i] = 0.f;
+            for (int64_t c = first; c <= last; c++) {
+                const float4* part = slot(c, tile) + me;
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int i = 0; i < REGS / 4; i++) {
+                        const float4 v = __ldcg(part + (mt * REGS / 4 + i) * 256);
+                        d[mt][4 * i] += v.x, d[mt][4 * i + 1] += v.y, d[mt][4 * i + 2] += v.z, d[mt][4 * i + 3] += v.w;
+                    }
             }
         }
-        const int64_t row = tile / cols * DW_ROWS + g * 64 + warp * 16 + lane / 4;
         const int64_t col = tile % cols * NT + 2 * (lane % 4);
-        if (row < a.m) store_fragment<T, NT>(d, (T*)a.y + row * a.ldy + col, a.ldy, a.m - row, a.n - col, pairs, a);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            const int64_t row = tile / cols * ROWS + (g * MT + mt) * 64 + warp * 16 + lane / 4;
+            if (row < a.m) store_fragment<T, NT>(d[mt], (T*)a.y + row * a.ldy + col, a.ldy, a.m - row, a.n - col, pairs, a);
+        }
     });
 }
 #endif
 
+// Tiles by n (src/cuda/ops.rs, dense_wgmma_tile, mirrors this): half-precision W in 256 rows
+// (two m64 blocks a warpgroup, so that E's bytes from L2 are half or a quarter of W's) by 64 or
+// 128 columns, or 128 rows by 256 columns; f32 W (two accumulator sets) in 128 rows by 64 or
+// 128 columns, wider products in several column tiles.
 template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if (a.n <= 64) dense_wgmma<T, 64>(w_map, e_map, a);
-    else if (a.n <= 128) dense_wgmma<T, 128>(w_map, e_map, a);
-    else dense_wgmma<T, 256>(w_map, e_map, a);
+    constexpr int MT = sizeof(T) == 2 ? 2 : 1;
+    if (a.n <= 64) dense_wgmma<T, 64, MT>(w_map, e_map, a);
+    else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, MT>(w_map, e_map, a);
+    else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256, 1>(w_map, e_map, a);
 #endif
 }
 

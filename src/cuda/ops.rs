@@ -441,14 +441,23 @@ pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
         && w.rows.max(w.cols) < i32::MAX as usize
 }
 
-/// Shape of dense_wgmma (kernels/dense.cu, "mm on events: tensor cores"): threads, rows of a
-/// tile of C, columns of E per TMA box, the ring of stages (shared memory), the most columns
-/// of a tile.
+/// Shape of dense_wgmma (kernels/dense.cu, "mm on events: tensor cores"): threads, columns of E
+/// per TMA box, the rings of stages (shared memory).
 const DW_THREADS: u32 = 384;
-const DW_ROWS: u64 = 128;
 const DW_BOX: u64 = 64;
 const DW_RING_BYTES: u64 = 192 * 1024;
-const DW_TILE_COLS_MAX: u64 = 256;
+
+/// Rows and columns of dense_wgmma's tiles of C for W's dtype and n columns, as
+/// dense_wgmma_shapes picks them: half-precision W 256 x 64 or 256 x 128, else 128 x 256; f32 W
+/// 128 x 64 or 128 x 128.
+fn dense_wgmma_tile(dtype: DType, n: u64) -> (u64, u64) {
+    let half = dtype != DType::F32;
+    match n {
+        0..=64 => (if half { 256 } else { 128 }, 64),
+        65..=128 => (if half { 256 } else { 128 }, 128),
+        _ => (128, if half { 256 } else { 128 }),
+    }
+}
 
 /// Dense mm N on events on Hopper's tensor cores, in three steps on the stream: the events as
 /// a 0/1 matrix E in the MMA's type (bf16, or f16 for f16 W; k x ep, ep = n rounded up to
@@ -459,32 +468,21 @@ fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result
     let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
     let mma = if w.dtype == DType::F16 { DType::F16 } else { DType::BF16 };
     let ep = n.next_multiple_of(DW_BOX);
-    let cols = if n <= 64 {
-        64
-    } else if n <= 128 {
-        128
-    } else {
-        DW_TILE_COLS_MAX
-    };
+    let (rows, cols) = dense_wgmma_tile(w.dtype, n);
     let k_stage = 128 / w.dtype.size() as u64;
-    let tiles = m.div_ceil(DW_ROWS) * n.div_ceil(cols);
+    let tiles = m.div_ceil(rows) * n.div_ceil(cols);
     let blocks = (tiles * k.div_ceil(k_stage)).min(gpu.multiprocessors as u64);
     let e_bytes = (k * ep * 2).next_multiple_of(256);
     let counters_bytes = (tiles * 4).next_multiple_of(256);
-    let workspace_bytes = 2 * blocks * DW_ROWS * cols * 4;
+    let workspace_bytes = 2 * blocks * rows * cols * 4;
     let e = scratch(s, (e_bytes + counters_bytes + workspace_bytes) as usize)?;
     let (counters, workspace) = (e + e_bytes, e + e_bytes + counters_bytes);
     let events = Args { x: args.x, ldx: args.ldx, y: e, ldy: ep as i64, k: k as i64, n: n as i64, ..Args::default() };
     let matrix = gpu.kernel(EVENT_MATRIX, Some(mma), Some(input_dtype))?;
     gpu.launch(stream, matrix, Grid::strided(gpu, k * ep / 8), &events)?;
     zero_device(gpu, stream, counters, (tiles * 4) as usize)?;
-    let w_map = TensorMap::swizzled_2d(
-        gpu,
-        w.dtype,
-        w.buf.addr(),
-        (m, k, (w.ld * w.dtype.size()) as u64),
-        (DW_ROWS as u32, k_stage as u32),
-    )?;
+    let w_shape = (m, k, (w.ld * w.dtype.size()) as u64);
+    let w_map = TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (rows as u32, k_stage as u32))?;
     let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (k_stage as u32, DW_BOX as u32))?;
     let product = Args { weights: workspace, out2: counters, ..*args };
     let function = gpu.kernel(DENSE_MM_WGMMA, Some(w.dtype), None)?;
