@@ -268,6 +268,8 @@ template <class T> __device__ void lists_t(const Args& a) {
 #define DW_BOX 64                  // columns of E per TMA box: 128 bytes
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
 #define DW_E_STAGES 4              // E's ring; W's takes the rest
+#define DW_PROBE 0
+#define DW_PF_STEPS 8
 #define DW_THREADS 384
 
 // E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread.
@@ -326,7 +328,7 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
         for (int kq = 0; kq < SLICES; kq++)
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-                wgmma_m64k16<T, NT>(d[mt], swizzled_desc<128>(w + mt * 64 * 128 + kq * 32, 16, 1024), b_desc(kq));
+                if (DW_PROBE != 1) wgmma_m64k16<T, NT>(d[mt], swizzled_desc<128>(w + mt * 64 * 128 + kq * 32, 16, 1024), b_desc(kq));
     } else {
         const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4;
         auto at = [&](int row, int col) { return *(const float2*)(w + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4); };
@@ -345,6 +347,7 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
             for (int q = 0; q < 3; q++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) part[q][j] = split_bf16(v[kq][j]);
+            if (DW_PROBE == 1) { d[0][kq] += __uint_as_float(part[2][0] ^ part[1][1] ^ part[0][2]); continue; }
             wgmma_m64k16<bf16, NT>(d[1], part[2], b_desc(kq));
             wgmma_m64k16<bf16, NT>(d[1], part[1], b_desc(kq));
             wgmma_m64k16<bf16, NT>(d[0], part[0], b_desc(kq));
@@ -393,15 +396,27 @@ template <class T, int NT, int MT> __device__ void dense_wgmma(const TensorMap* 
         const int stages = loads_w ? W_STAGES : DW_E_STAGES;
         uint64_t *full = loads_w ? w_full : e_full, *empty = loads_w ? w_empty : e_empty;
         const int64_t cols = col_tiles();
+        // W's rows of a tile from step `from` on, DW_PF_STEPS steps of each, fetched into L2 in one
+        // run per row: DRAM serves a row's run at once (TMA's boxes take 128 bytes of each row)
+        auto prefetch_rows = [&](int row0, int64_t from) {
+            const int64_t col = from * K_STAGE, left = (a.k - col) * (int64_t)sizeof(T);
+            const uint32_t bytes = (uint32_t)min(left, (int64_t)DW_PF_STEPS * 128) & ~15u;
+            if (left <= 0 || bytes == 0) return;
+            for (int r = row0; r < min(row0 + ROWS, (int)a.m); r++) prefetch_l2((const T*)a.aux + r * a.ldaux + col, bytes);
+        };
         int64_t t = 0;
         each_segment(steps(), units(), [&](int64_t tile, int64_t k0, int64_t k1) {
             const int row0 = (int)(tile / cols * ROWS), col0 = (int)(tile % cols * NT);
+            if (DW_PF_STEPS > 0 && loads_w) prefetch_rows(row0, k0);
             for (int64_t kk = k0; kk < k1; kk++, t++) {
                 const int s = t % stages;
                 if (t >= stages) barrier_wait(&empty[s], (t / stages - 1) & 1);
                 if (loads_w) {
+                    if (DW_PF_STEPS > 0 && (kk - k0) % DW_PF_STEPS == 0) prefetch_rows(row0, kk + DW_PF_STEPS);
                     barrier_expect(&full[s], W_BYTES);
                     tma_load_2d(w_ring + s * W_BYTES, w_map, &full[s], (int)(kk * K_STAGE), row0);
+                } else if (DW_PROBE == 2) {
+                    barrier_arrive(&full[s]);
                 } else {
                     barrier_expect(&full[s], E_BYTES);
                     for (int i = 0; i < NT / DW_BOX; i++)
