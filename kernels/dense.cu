@@ -265,11 +265,12 @@ template <class T> __device__ void lists_t(const Args& a) {
 // consume (half of the tile's rows each).
 // Arguments: C in y (ldy), m, k, n, alpha, beta; the workspace (f32) in weights, the tile
 // counters (int32) in out2; W and E through the tensor maps.
+#define DW_ROWS 128                // rows of a tile of C
 #define DW_BOX 64                  // columns of E per TMA box: 128 bytes
+#define DW_W_BOXES 2               // W boxes (128 bytes of each row) a step
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
-#define DW_E_STAGES 4              // E's ring; W's takes the rest
+#define DW_E_RING (64 * 1024)      // E's ring at most (2 to 4 stages); W's takes the rest
 #define DW_PROBE 0
-#define DW_PF_STEPS 8
 #define DW_THREADS 384
 
 // E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread.
@@ -310,33 +311,38 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
     return *(const uint32_t*)&h;
 }
 
-// One stage's wgmmas of a consumer warpgroup: its MT x 64 rows of the W box (`w`, 128-byte
-// swizzled rows) times the stage's E boxes (`e`, K_STAGE rows of DW_BOX columns each), into
-// d[mt] for half-precision W. f32 W (MT = 1): the thread's A fragments (rows r, r + 8, columns
-// c, c + 1, c + 8, c + 9 of each k16 slice; a row's 16-byte chunk j sits at chunk j ^ (row % 8))
-// split into bf16 parts, the largest summed into d[0] and the two others into d[1]. The tensor
-// cores' sums truncate what falls below their accumulator's last bit: sums of the 8-bit large
-// parts alone stay exact, and the small parts' truncation is 2^-8 smaller (one accumulator for
-// all three: 2.7e-6 relative error against float64 at 10000² x 100, 1 %).
-template <class T, int NT, int MT, class F>
+// One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W boxes (`w`; WB boxes
+// of 128-byte swizzled rows, DW_ROWS rows each) times the stage's E boxes (`e`, K_STAGE rows of
+// DW_BOX columns each), into d[0] for half-precision W. f32 W: the thread's A fragments (rows r,
+// r + 8, columns c, c + 1, c + 8, c + 9 of each k16 slice; a row's 16-byte chunk j sits at chunk
+// j ^ (row % 8)) split into bf16 parts, the largest summed into d[0] and the two others into
+// d[1]. The tensor cores' sums truncate what falls below their accumulator's last bit: sums of
+// the 8-bit large parts alone stay exact, and the small parts' truncation is 2^-8 smaller (one
+// accumulator for all three: 2.7e-6 relative error against float64 at 10000² x 100, 1 %).
+// `loaded()` runs once f32 W's fragments are in registers.
+template <class T, int NT, int WB, class F>
 __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded) {
     using namespace hopper;
-    constexpr int K_STAGE = 128 / sizeof(T), BOX_BYTES = K_STAGE * 128, SLICES = K_STAGE / 16;
-    auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, BOX_BYTES, 1024); };
+    constexpr int K_STAGE = WB * 128 / sizeof(T), SLICES = K_STAGE / 16, BOX_SLICES = SLICES / WB;
+    auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, K_STAGE * 128, 1024); };
+    // slice kq's 128-byte rows, and its byte offset in them
+    auto w_box = [&](int kq) { return w + kq / BOX_SLICES * DW_ROWS * 128; };
+    auto w_col = [&](int kq) { return kq % BOX_SLICES * 16 * (int)sizeof(T); };
     if constexpr (sizeof(T) == 2) {
 #pragma unroll
         for (int kq = 0; kq < SLICES; kq++)
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-                if (DW_PROBE != 1) wgmma_m64k16<T, NT>(d[mt], swizzled_desc<128>(w + mt * 64 * 128 + kq * 32, 16, 1024), b_desc(kq));
+            if (DW_PROBE != 1) wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
     } else {
         const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4;
-        auto at = [&](int row, int col) { return *(const float2*)(w + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4); };
+        auto at = [&](int kq, int row, int col) {
+            col += w_col(kq) / 4;
+            return *(const float2*)(w_box(kq) + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4);
+        };
         float2 v[SLICES][4];
 #pragma unroll
         for (int kq = 0; kq < SLICES; kq++) {
-            const int c = kq * 16 + 2 * (lane % 4);
-            v[kq][0] = at(r, c), v[kq][1] = at(r + 8, c), v[kq][2] = at(r, c + 8), v[kq][3] = at(r + 8, c + 8);
+            const int c = 2 * (lane % 4);
+            v[kq][0] = at(kq, r, c), v[kq][1] = at(kq, r + 8, c), v[kq][2] = at(kq, r, c + 8), v[kq][3] = at(kq, r + 8, c + 8);
         }
         __syncwarp();  // the warp's loads are done before its lane 0 frees the slot
         loaded();
@@ -358,31 +364,32 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
 // The consumers' named barrier (warpgroups 1 and 2).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
-// A tile is 2 x MT x 64 rows (each consumer warpgroup MT m64 row blocks) by NT columns. W and E
-// stream through rings of their own: W's from DRAM wants many steps in flight, E's from L2 few,
-// and f32 W's slot is free as soon as the consumers hold its fragments in registers.
-template <class T, int NT, int MT> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+// A tile is DW_ROWS rows (64 a consumer warpgroup) by NT columns; a step takes WB boxes of 128
+// bytes of each of its W rows. W and E stream through rings of their own: W's from DRAM wants
+// many steps in flight, E's from L2 few, and f32 W's slot is free as soon as the consumers hold
+// its fragments in registers.
+template <class T, int NT, int WB> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
     using namespace hopper;
-    constexpr int ROWS = 128 * MT, K_STAGE = 128 / sizeof(T), W_BYTES = ROWS * 128, BOX_BYTES = K_STAGE * 128;
-    constexpr int E_BYTES = NT / DW_BOX * BOX_BYTES;
-    constexpr int W_STAGES = (DW_RING_BYTES - DW_E_STAGES * E_BYTES) / W_BYTES;
-    constexpr int REGS = NT / 2;                    // accumulators a thread, per m64 block
-    constexpr int SETS = sizeof(T) == 4 ? 2 : MT;   // accumulator sets (f32: large and small parts)
-    constexpr int PART = MT * REGS / 4 * 256;       // float4s of a partial tile (its MT fragments)
-    static_assert(sizeof(T) == 2 || MT == 1, "f32 W keeps two accumulator sets for one row block");
+    constexpr int K_STAGE = WB * 128 / sizeof(T), BOX_COLS = 128 / sizeof(T), W_BYTES = WB * DW_ROWS * 128;
+    constexpr int E_BYTES = NT / DW_BOX * K_STAGE * 128;
+    constexpr int E_STAGES = DW_E_RING / E_BYTES < 2 ? 2 : DW_E_RING / E_BYTES > 4 ? 4 : DW_E_RING / E_BYTES;
+    constexpr int W_STAGES = (DW_RING_BYTES - E_STAGES * E_BYTES) / W_BYTES;
+    constexpr int REGS = NT / 2;                    // accumulators a thread
+    constexpr int SETS = sizeof(T) == 4 ? 2 : 1;    // accumulator sets (f32: large and small parts)
+    constexpr int PART = REGS / 4 * 256;            // float4s of a partial tile
     static_assert(W_STAGES >= 2, "two W stages at least");
     extern __shared__ uint8_t raw[];
     uint8_t* w_ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     uint8_t* e_ring = w_ring + W_STAGES * W_BYTES;
-    __shared__ uint64_t w_full[W_STAGES], w_empty[W_STAGES], e_full[DW_E_STAGES], e_empty[DW_E_STAGES];
+    __shared__ uint64_t w_full[W_STAGES], w_empty[W_STAGES], e_full[E_STAGES], e_empty[E_STAGES];
     __shared__ int completes;  // the consumers' CTA is the last to finish the current tile
     // (computed after setmaxnreg: values live across it would go through local memory)
     auto col_tiles = [&] { return (a.n + NT - 1) / NT; };
     auto steps = [&] { return (a.k + K_STAGE - 1) / K_STAGE; };
-    auto units = [&] { return (a.m + ROWS - 1) / ROWS * col_tiles() * steps(); };
+    auto units = [&] { return (a.m + DW_ROWS - 1) / DW_ROWS * col_tiles() * steps(); };
     if (threadIdx.x == 0) {
         for (int s = 0; s < W_STAGES; s++) barrier_init(&w_full[s], 1), barrier_init(&w_empty[s], 8);
-        for (int s = 0; s < DW_E_STAGES; s++) barrier_init(&e_full[s], 1), barrier_init(&e_empty[s], 8);
+        for (int s = 0; s < E_STAGES; s++) barrier_init(&e_full[s], 1), barrier_init(&e_empty[s], 8);
         barrier_init_fence();
     }
     __syncthreads();
@@ -393,34 +400,25 @@ template <class T, int NT, int MT> __device__ void dense_wgmma(const TensorMap* 
         registers_down<56>();
         if (threadIdx.x % 32 != 0 || threadIdx.x >= 64) return;
         const bool loads_w = threadIdx.x == 0;
-        const int stages = loads_w ? W_STAGES : DW_E_STAGES;
+        const int stages = loads_w ? W_STAGES : E_STAGES;
         uint64_t *full = loads_w ? w_full : e_full, *empty = loads_w ? w_empty : e_empty;
         const int64_t cols = col_tiles();
-        // W's rows of a tile from step `from` on, DW_PF_STEPS steps of each, fetched into L2 in one
-        // run per row: DRAM serves a row's run at once (TMA's boxes take 128 bytes of each row)
-        auto prefetch_rows = [&](int row0, int64_t from) {
-            const int64_t col = from * K_STAGE, left = (a.k - col) * (int64_t)sizeof(T);
-            const uint32_t bytes = (uint32_t)min(left, (int64_t)DW_PF_STEPS * 128) & ~15u;
-            if (left <= 0 || bytes == 0) return;
-            for (int r = row0; r < min(row0 + ROWS, (int)a.m); r++) prefetch_l2((const T*)a.aux + r * a.ldaux + col, bytes);
-        };
         int64_t t = 0;
         each_segment(steps(), units(), [&](int64_t tile, int64_t k0, int64_t k1) {
-            const int row0 = (int)(tile / cols * ROWS), col0 = (int)(tile % cols * NT);
-            if (DW_PF_STEPS > 0 && loads_w) prefetch_rows(row0, k0);
+            const int row0 = (int)(tile / cols * DW_ROWS), col0 = (int)(tile % cols * NT);
             for (int64_t kk = k0; kk < k1; kk++, t++) {
                 const int s = t % stages;
                 if (t >= stages) barrier_wait(&empty[s], (t / stages - 1) & 1);
                 if (loads_w) {
-                    if (DW_PF_STEPS > 0 && (kk - k0) % DW_PF_STEPS == 0) prefetch_rows(row0, kk + DW_PF_STEPS);
                     barrier_expect(&full[s], W_BYTES);
-                    tma_load_2d(w_ring + s * W_BYTES, w_map, &full[s], (int)(kk * K_STAGE), row0);
+                    for (int b = 0; b < WB; b++)
+                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], (int)(kk * K_STAGE + b * BOX_COLS), row0);
                 } else if (DW_PROBE == 2) {
                     barrier_arrive(&full[s]);
                 } else {
                     barrier_expect(&full[s], E_BYTES);
                     for (int i = 0; i < NT / DW_BOX; i++)
-                        tma_load_2d(e_ring + s * E_BYTES + i * BOX_BYTES, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * K_STAGE));
+                        tma_load_2d(e_ring + s * E_BYTES + i * K_STAGE * 128, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * K_STAGE));
                 }
             }
         });
@@ -445,26 +443,26 @@ template <class T, int NT, int MT> __device__ void dense_wgmma(const TensorMap* 
 #pragma unroll
             for (int i = 0; i < REGS; i++) d[q][i] = 0.f;
         for (int64_t kk = k0; kk < k1; kk++, t++) {
-            const int sw = t % W_STAGES, se = t % DW_E_STAGES;
+            const int sw = t % W_STAGES, se = t % E_STAGES;
             barrier_wait(&w_full[sw], (t / W_STAGES) & 1);
-            barrier_wait(&e_full[se], (t / DW_E_STAGES) & 1);
+            barrier_wait(&e_full[se], (t / E_STAGES) & 1);
             wgmma_fence();
             // f32 W frees its slot once in registers (after dense_stage's loads), f16/bf16 once
             // its wgmmas are done
-            dense_stage<T, NT, MT>(d, w_ring + sw * W_BYTES + g * MT * 64 * 128, e_ring + se * E_BYTES,
+            dense_stage<T, NT, WB>(d, w_ring + sw * W_BYTES + g * 64 * 128, e_ring + se * E_BYTES,
                                    [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); });
             wgmma_commit();
             // one group stays in flight: the previous step's wgmmas are done, free its slots
             wgmma_wait<1>();
             if (lane == 0 && kk > k0) {
                 if (sizeof(T) == 2) barrier_arrive(&w_empty[(t - 1) % W_STAGES]);
-                barrier_arrive(&e_empty[(t - 1) % DW_E_STAGES]);
+                barrier_arrive(&e_empty[(t - 1) % E_STAGES]);
             }
         }
         wgmma_wait<0>();
         if (lane == 0) {
             if (sizeof(T) == 2) barrier_arrive(&w_empty[(t - 1) % W_STAGES]);
-            barrier_arrive(&e_empty[(t - 1) % DW_E_STAGES]);
+            barrier_arrive(&e_empty[(t - 1) % E_STAGES]);
         }
         if constexpr (sizeof(T) == 4) {
 #pragma unroll
@@ -476,10 +474,8 @@ template <class T, int NT, int MT> __device__ void dense_wgmma(const TensorMap* 
         if (first != last) {  // a shared tile: the last CTA to finish sums the partials in order
             float4* mine = slot(blockIdx.x, tile) + me;
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int i = 0; i < REGS / 4; i++)
-                    __stcg(mine + (mt * REGS / 4 + i) * 256, make_float4(d[mt][4 * i], d[mt][4 * i + 1], d[mt][4 * i + 2], d[mt][4 * i + 3]));
+            for (int i = 0; i < REGS / 4; i++)
+                __stcg(mine + i * 256, make_float4(d[0][4 * i], d[0][4 * i + 1], d[0][4 * i + 2], d[0][4 * i + 3]));
             __threadfence();
             consumers_sync();
             if (me == 0) completes = atomicAdd((int*)a.out2 + tile, 1) == last - first;
@@ -487,39 +483,30 @@ template <class T, int NT, int MT> __device__ void dense_wgmma(const TensorMap* 
             if (!completes) return;  // on to the next segment
             __threadfence();
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int i = 0; i < REGS; i++) d[mt][i] = 0.f;
+            for (int i = 0; i < REGS; i++) d[0][i] = 0.f;
             for (int64_t c = first; c <= last; c++) {
                 const float4* part = slot(c, tile) + me;
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                    for (int i = 0; i < REGS / 4; i++) {
-                        const float4 v = __ldcg(part + (mt * REGS / 4 + i) * 256);
-                        d[mt][4 * i] += v.x, d[mt][4 * i + 1] += v.y, d[mt][4 * i + 2] += v.z, d[mt][4 * i + 3] += v.w;
-                    }
+                for (int i = 0; i < REGS / 4; i++) {
+                    const float4 v = __ldcg(part + i * 256);
+                    d[0][4 * i] += v.x, d[0][4 * i + 1] += v.y, d[0][4 * i + 2] += v.z, d[0][4 * i + 3] += v.w;
+                }
             }
         }
+        const int64_t row = tile / cols * DW_ROWS + g * 64 + warp * 16 + lane / 4;
         const int64_t col = tile % cols * NT + 2 * (lane % 4);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-            const int64_t row = tile / cols * ROWS + (g * MT + mt) * 64 + warp * 16 + lane / 4;
-            if (row < a.m) store_fragment<T, NT>(d[mt], (T*)a.y + row * a.ldy + col, a.ldy, a.m - row, a.n - col, pairs, a);
-        }
+        if (row < a.m) store_fragment<T, NT>(d[0], (T*)a.y + row * a.ldy + col, a.ldy, a.m - row, a.n - col, pairs, a);
     });
 }
 #endif
 
-// Tiles by n (src/cuda/ops.rs, dense_wgmma_tile, mirrors this): half-precision W in 256 rows
-// (two m64 blocks a warpgroup, so that E's bytes from L2 are half or a quarter of W's) by 64 or
-// 128 columns, or 128 rows by 256 columns; f32 W (two accumulator sets) in 128 rows by 64 or
-// 128 columns, wider products in several column tiles.
+// Tiles by n (src/cuda/ops.rs, dense_wgmma_shape, mirrors this): DW_ROWS rows by 64, 128 or 256
+// columns, steps of DW_W_BOXES W boxes (one for 256 columns: E's stages are large); f32 W (two
+// accumulator sets) at most 128 columns, wider products in several column tiles.
 template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int MT = sizeof(T) == 2 ? 2 : 1;
-    if (a.n <= 64) dense_wgmma<T, 64, MT>(w_map, e_map, a);
-    else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, MT>(w_map, e_map, a);
+    if (a.n <= 64) dense_wgmma<T, 64, DW_W_BOXES>(w_map, e_map, a);
+    else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, DW_W_BOXES>(w_map, e_map, a);
     else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256, 1>(w_map, e_map, a);
 #endif
 }

@@ -43,11 +43,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uin
         : "memory");
 }
 
-// Fetches `bytes` (a multiple of 16, from a 16-byte aligned address) of global memory into L2.
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 // ---------------------------------------------------------------- wgmma
 // Descriptor of a wgmma operand in shared memory laid out as TMA's swizzle writes it: rows of
 // ROW_BYTES (128, 64 or 32; atoms of 8 rows), `lead` and `stride` byte offsets as the PTX ISA's

@@ -441,21 +441,23 @@ pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
         && w.rows.max(w.cols) < i32::MAX as usize
 }
 
-/// Shape of dense_wgmma (kernels/dense.cu, "mm on events: tensor cores"): threads, columns of E
-/// per TMA box, the rings of stages (shared memory).
+/// Shape of dense_wgmma (kernels/dense.cu, "mm on events: tensor cores"): threads, rows of a
+/// tile of C, W's 128-byte boxes a K step, columns of E per TMA box, the rings of stages
+/// (shared memory).
 const DW_THREADS: u32 = 384;
+const DW_ROWS: u64 = 128;
+const DW_W_BOXES: u64 = 2;
 const DW_BOX: u64 = 64;
 const DW_RING_BYTES: u64 = 192 * 1024;
 
-/// Rows and columns of dense_wgmma's tiles of C for W's dtype and n columns, as
-/// dense_wgmma_shapes picks them: half-precision W 256 x 64 or 256 x 128, else 128 x 256; f32 W
-/// 128 x 64 or 128 x 128.
-fn dense_wgmma_tile(dtype: DType, n: u64) -> (u64, u64) {
-    let half = dtype != DType::F32;
+/// Columns of dense_wgmma's tiles of C and W's boxes a K step for W's dtype and n columns, as
+/// dense_wgmma_shapes picks them: 64, 128 or 256 columns (f32 W at most 128), one box where 256.
+fn dense_wgmma_shape(dtype: DType, n: u64) -> (u64, u64) {
     match n {
-        0..=64 => (if half { 256 } else { 128 }, 64),
-        65..=128 => (if half { 256 } else { 128 }, 128),
-        _ => (128, if half { 256 } else { 128 }),
+        0..=64 => (64, DW_W_BOXES),
+        65..=128 => (128, DW_W_BOXES),
+        _ if dtype == DType::F32 => (128, DW_W_BOXES),
+        _ => (256, 1),
     }
 }
 
@@ -468,13 +470,14 @@ fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result
     let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
     let mma = if w.dtype == DType::F16 { DType::F16 } else { DType::BF16 };
     let ep = n.next_multiple_of(DW_BOX);
-    let (rows, cols) = dense_wgmma_tile(w.dtype, n);
-    let k_stage = 128 / w.dtype.size() as u64;
-    let tiles = m.div_ceil(rows) * n.div_ceil(cols);
+    let (cols, boxes) = dense_wgmma_shape(w.dtype, n);
+    let box_cols = 128 / w.dtype.size() as u64; // a K step: `boxes` boxes of 128 bytes
+    let k_stage = boxes * box_cols;
+    let tiles = m.div_ceil(DW_ROWS) * n.div_ceil(cols);
     let blocks = (tiles * k.div_ceil(k_stage)).min(gpu.multiprocessors as u64);
     let e_bytes = (k * ep * 2).next_multiple_of(256);
     let counters_bytes = (tiles * 4).next_multiple_of(256);
-    let workspace_bytes = 2 * blocks * rows * cols * 4;
+    let workspace_bytes = 2 * blocks * DW_ROWS * cols * 4;
     let e = scratch(s, (e_bytes + counters_bytes + workspace_bytes) as usize)?;
     let (counters, workspace) = (e + e_bytes, e + e_bytes + counters_bytes);
     let events = Args { x: args.x, ldx: args.ldx, y: e, ldy: ep as i64, k: k as i64, n: n as i64, ..Args::default() };
@@ -482,7 +485,7 @@ fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result
     gpu.launch(stream, matrix, Grid::strided(gpu, k * ep / 8), &events)?;
     zero_device(gpu, stream, counters, (tiles * 4) as usize)?;
     let w_shape = (m, k, (w.ld * w.dtype.size()) as u64);
-    let w_map = TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (rows as u32, k_stage as u32))?;
+    let w_map = TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (DW_ROWS as u32, box_cols as u32))?;
     let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (k_stage as u32, DW_BOX as u32))?;
     let product = Args { weights: workspace, out2: counters, ..*args };
     let function = gpu.kernel(DENSE_MM_WGMMA, Some(w.dtype), None)?;
