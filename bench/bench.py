@@ -454,11 +454,13 @@ def bench_spmv_events(evs, tab, quick):
     c = torch.empty(m, device="cuda")
     hw, hs, hc = evs.dense(W), evs.dense(s_), evs.dense(c)
     sf = s_.float()
-    ref = W @ sf
-    ours = measure(evs, "dense_mm", lambda: evs.call("evs_dense_mv", evs.stream, OP_N, EVENTS, 1.0, hw, hs, 0.0, hc),
-                   lambda plan: check(f"dense mv events {plan}", c, ref), graph=True)
-    tab.add(f"dense event mv N W {m}² f32, 1% active", ours, "cuBLAS gemv (torch W @ float s)", timed(lambda: W @ sf),
-            4 * m * int(s_.sum()) + m + 4 * m)
+    for op in (OP_N, OP_T):
+        Wop = W if op == OP_N else W.t()
+        ref = Wop @ sf
+        ours = measure(evs, "dense_mm", lambda: evs.call("evs_dense_mv", evs.stream, op, EVENTS, 1.0, hw, hs, 0.0, hc),
+                       lambda plan: check(f"dense mv events {'N' if op == OP_N else 'T'} {plan}", c, ref), graph=True)
+        tab.add(f"dense event mv {'N' if op == OP_N else 'T'} W {m}² f32, 1% active", ours,
+                "cuBLAS gemv (torch W @ float s)", timed(lambda: Wop @ sf), 4 * m * int(s_.sum()) + m + 4 * m)
 
 
 def bench_yw2y(evs, tab, quick):
@@ -507,7 +509,7 @@ def bench_dense(evs, tab, quick):
             # f32 against a float64 product (the 1e-6), half precision against f32 sums
             ref = Wop.double() @ S.double() if dt == f32 else Wop.float() @ S.float()
             ours = measure(evs, "dense_mm", lambda: evs.call("evs_dense_mm", evs.stream, op, EVENTS, 1.0, hw, hs, 0.0, hc),
-                           lambda plan: check(f"dense mm {plan}", Cm.float(), ref, tol=tol))
+                           lambda plan: check(f"dense mm {'N' if op == OP_N else 'T'} {label} {plan}", Cm.float(), ref, tol=tol))
             nbytes = int(W.numel() * live.float().mean().item()) * W.element_size() + S.numel() + Cm.numel() * Cm.element_size()
             row = f"dense event mm {'N' if op == OP_N else 'T'} W {label}"
             tab.add(row, ours, name, timed(lambda: Wop @ Sf), nbytes)

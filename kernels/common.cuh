@@ -126,6 +126,8 @@ template <class In> struct Inputs {
             if (v != A(0)) f(r, v);
         }
     }
+    // each_listed: block_lists over the live inputs r < limit (the whole block calls it).
+    template <class A, class F> __device__ static void each_listed(const Args& a, int64_t limit, F f);
     template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
         __shared__ unsigned live[EACH_LINE_THREADS / 32];
         __shared__ A values[EACH_LINE_THREADS];
@@ -148,6 +150,7 @@ template <class In> struct Inputs {
     }
 };
 template <> struct Inputs<SpikeList> {
+    template <class A, class F> __device__ static void each_listed(const Args& a, int64_t limit, F f);
     template <class A, class F> __device__ static void each(const Args& a, int64_t first, int64_t stride, int64_t limit, F f) {
         const int64_t count = listed(a);
         for (int64_t t = first; t < count; t += stride) {
@@ -164,6 +167,76 @@ template <> struct Inputs<SpikeList> {
         }
     }
 };
+
+// The live inputs of a block's candidates as a list in shared memory, LIST_CHUNK candidates at a
+// time: f(indices, values, count) runs on every thread of the block for each chunk, the list
+// in candidate order. `candidate(c, index, value)` says whether candidate c is live, its input
+// index and value. The whole block calls it (it synchronizes); blocks of LIST_THREADS threads.
+#define LIST_CHUNK 1024
+#define LIST_THREADS 256
+template <class A, class C, class F> __device__ void block_lists(int64_t candidates, C candidate, F f) {
+    constexpr int WARPS = LIST_THREADS / 32, ROUNDS = LIST_CHUNK / LIST_THREADS;  // ROUNDS x WARPS <= 32
+    __shared__ int indices[LIST_CHUNK];
+    __shared__ A values[LIST_CHUNK];
+    __shared__ int offsets[ROUNDS * WARPS + 1];  // list position of each warp's round, then the count
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, lane = tid % 32, warp = tid / 32;
+    for (int64_t base = 0; base < candidates; base += LIST_CHUNK) {
+        int index[ROUNDS];
+        A value[ROUNDS];
+        unsigned live[ROUNDS];
+#pragma unroll
+        for (int j = 0; j < ROUNDS; j++) {
+            const int64_t c = base + j * LIST_THREADS + tid;
+            const bool on = c < candidates && candidate(c, index[j], value[j]);
+            live[j] = __ballot_sync(0xffffffffu, on);
+            if (lane == 0) offsets[j * WARPS + warp] = __popc(live[j]);
+        }
+        __syncthreads();
+        if (warp == 0) {  // exclusive scan of the rounds' counts, one per lane
+            const int count = lane < ROUNDS * WARPS ? offsets[lane] : 0;
+            int sum = count;
+            for (int o = 1; o < 32; o <<= 1) {
+                const int up = __shfl_up_sync(0xffffffffu, sum, o);
+                if (lane >= o) sum += up;
+            }
+            if (lane < ROUNDS * WARPS) offsets[lane] = sum - count;
+            if (lane == 31) offsets[ROUNDS * WARPS] = sum;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < ROUNDS; j++)
+            if ((live[j] >> lane) & 1u) {
+                const int at = offsets[j * WARPS + warp] + __popc(live[j] & ((1u << lane) - 1));
+                indices[at] = index[j], values[at] = value[j];
+            }
+        __syncthreads();
+        f((const int*)indices, (const A*)values, offsets[ROUNDS * WARPS]);
+        __syncthreads();
+    }
+}
+
+template <class In>
+template <class A, class F>
+__device__ void Inputs<In>::each_listed(const Args& a, int64_t limit, F f) {
+    block_lists<A>(
+        limit,
+        [&](int64_t r, int& index, A& v) {
+            v = value<A>(((const In*)a.x)[r * a.ldx], a.events), index = (int)r;
+            return v != A(0);
+        },
+        f);
+}
+
+template <class A, class F> __device__ void Inputs<SpikeList>::each_listed(const Args& a, int64_t limit, F f) {
+    block_lists<A>(
+        listed(a),
+        [&](int64_t t, int& index, A& v) {
+            const int64_t r = listed_at(a, t, limit);
+            index = (int)r, v = A(1);
+            return r >= 0;
+        },
+        f);
+}
 
 // g(p) for the entries p of [begin, end) this lane takes when `parts` warps share them: runs
 // of 32 (one per lane, coalesced), warp `part` taking every parts-th run.

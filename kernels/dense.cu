@@ -11,27 +11,42 @@ template <class T, class A, bool TRANS> __device__ __forceinline__ A w_at(const 
     return A(to_f(TRANS ? w[r * a.ldaux + i] : w[i * a.ldaux + r]));
 }
 
-// N, n = 1: one warp per output row; W is only read where the input is non-zero (at the
-// listed columns for a spike list).
+// mv reads W only at the live inputs: each block lists them a chunk at a time in shared memory
+// (Inputs<In>::each_listed), then adds W's elements at the listed inputs. Sums run in list
+// order: reproducible.
+// N, n = 1: a block of 8 warps takes MV_ROWS rows, each warp MV_ROWS / 8 of them side by side;
+// lane l adds the listed inputs l, l + 32, ... of each (a gather along W's rows).
+#define MV_ROWS 32
 template <class T, class In> __device__ void mv_n(const Args& a) {
     typedef typename AccOf<T>::type A;
-    const int64_t i = warp_id();
-    if (i >= a.m) return;
-    A acc = 0;
-    Inputs<In>::template each<A>(a, lane_id(), 32, a.k, [&](int64_t r, A v) { acc += w_at<T, A, false>(a, i, r) * v; });
-    acc = warp_sum(acc);
-    if (lane_id() == 0) blend((T*)a.y + i * a.ldy, acc, a);
+    constexpr int PER_WARP = MV_ROWS / 8;
+    const int warp = threadIdx.x / 32, lane = lane_id();
+    const int64_t i0 = (int64_t)blockIdx.x * MV_ROWS + warp;
+    A acc[PER_WARP];
+    for (int q = 0; q < PER_WARP; q++) acc[q] = 0;
+    Inputs<In>::template each_listed<A>(a, a.k, [&](const int* rows, const A* values, int count) {
+        for (int t = lane; t < count; t += 32)
+#pragma unroll
+            for (int q = 0; q < PER_WARP; q++)
+                if (i0 + 8 * q < a.m) acc[q] += w_at<T, A, false>(a, i0 + 8 * q, rows[t]) * values[t];
+    });
+    for (int q = 0; q < PER_WARP; q++) {
+        const A sum = warp_sum(acc[q]);
+        if (lane == 0 && i0 + 8 * q < a.m) blend((T*)a.y + (i0 + 8 * q) * a.ldy, sum, a);
+    }
 }
 
-// T, n = 1: 32 outputs per block (consecutive columns of W, so loads coalesce), the k input
-// rows split among the block's 8 warps and summed through shared memory.
+// T, n = 1: 32 outputs per block (consecutive columns of W, so loads coalesce), the listed
+// input rows split among the block's 8 warps and summed through shared memory.
 template <class T, class In> __device__ void mv_t(const Args& a) {
     typedef typename AccOf<T>::type A;
     __shared__ A part[8][32];
     const int64_t i = (int64_t)blockIdx.x * 32 + threadIdx.x;
     A acc = 0;
-    if (i < a.m)
-        Inputs<In>::template each<A>(a, threadIdx.y, 8, a.k, [&](int64_t r, A v) { acc += w_at<T, A, true>(a, i, r) * v; });
+    Inputs<In>::template each_listed<A>(a, a.k, [&](const int* rows, const A* values, int count) {
+        if (i < a.m)
+            for (int t = threadIdx.y; t < count; t += 8) acc += w_at<T, A, true>(a, i, rows[t]) * values[t];
+    });
     part[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && i < a.m) {
@@ -260,23 +275,24 @@ template <class T> __device__ void lists_t(const Args& a) {
 // every SM streams the same bytes whatever the tile count. A tile that one CTA covers whole is
 // blended into C by it; a tile shared by several is summed in order of CTA from their partial
 // sums (a workspace slot per CTA and end of its share) by whichever finishes last (a counter per
-// tile, zeroed before the launch): reproducible. A block of DW_THREADS: warpgroup 0 produces
+// tile, zeroed by event_matrix): reproducible. A block of DW_THREADS: warpgroup 0 produces
 // (one thread loads each step's W box and E boxes into a ring of stages), warpgroups 1 and 2
 // consume (half of the tile's rows each).
 // Arguments: C in y (ldy), m, k, n, alpha, beta; the workspace (f32) in weights, the tile
 // counters (int32) in out2; W and E through the tensor maps.
 #define DW_ROWS 128                // rows of a tile of C
 #define DW_BOX 64                  // columns of E per TMA box: 128 bytes
-#define DW_W_BOXES 2               // W boxes (128 bytes of each row) a step
+#define DW_K_STEP 64               // columns of W a step: one 128-byte TMA box of f16/bf16, two of f32
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
 #define DW_E_RING (64 * 1024)      // E's ring at most (2 to 4 stages); W's takes the rest
-#define DW_PROBE 0
 #define DW_THREADS 384
 
-// E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread.
+// E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread; and
+// the product's a.lines tile counters (a.out2) zeroed.
 template <class TE, class In> __device__ void event_matrix(const Args& a) {
-    const int64_t pieces = a.ldy / 8;
-    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.k * pieces; p += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t pieces = a.ldy / 8, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t p = first; p < a.lines; p += (int64_t)gridDim.x * blockDim.x) ((int*)a.out2)[p] = 0;
+    for (int64_t p = first; p < a.k * pieces; p += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = p / pieces, c0 = p % pieces * 8;
         const In* x = (const In*)a.x + r * a.ldx;
         __align__(16) TE v[8];
@@ -311,8 +327,8 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
     return *(const uint32_t*)&h;
 }
 
-// One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W boxes (`w`; WB boxes
-// of 128-byte swizzled rows, DW_ROWS rows each) times the stage's E boxes (`e`, K_STAGE rows of
+// One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W boxes (`w`; boxes of
+// 128-byte swizzled rows, DW_ROWS rows each) times the stage's E boxes (`e`, DW_K_STEP rows of
 // DW_BOX columns each), into d[0] for half-precision W. f32 W: the thread's A fragments (rows r,
 // r + 8, columns c, c + 1, c + 8, c + 9 of each k16 slice; a row's 16-byte chunk j sits at chunk
 // j ^ (row % 8)) split into bf16 parts, the largest summed into d[0] and the two others into
@@ -320,18 +336,18 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
 // the 8-bit large parts alone stay exact, and the small parts' truncation is 2^-8 smaller (one
 // accumulator for all three: 2.7e-6 relative error against float64 at 10000² x 100, 1 %).
 // `loaded()` runs once f32 W's fragments are in registers.
-template <class T, int NT, int WB, class F>
+template <class T, int NT, class F>
 __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded) {
     using namespace hopper;
-    constexpr int K_STAGE = WB * 128 / sizeof(T), SLICES = K_STAGE / 16, BOX_SLICES = SLICES / WB;
-    auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, K_STAGE * 128, 1024); };
+    constexpr int SLICES = DW_K_STEP / 16, BOX_SLICES = 128 / sizeof(T) / 16;
+    auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, DW_K_STEP * 128, 1024); };
     // slice kq's 128-byte rows, and its byte offset in them
     auto w_box = [&](int kq) { return w + kq / BOX_SLICES * DW_ROWS * 128; };
     auto w_col = [&](int kq) { return kq % BOX_SLICES * 16 * (int)sizeof(T); };
     if constexpr (sizeof(T) == 2) {
 #pragma unroll
         for (int kq = 0; kq < SLICES; kq++)
-            if (DW_PROBE != 1) wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
+            wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
     } else {
         const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4;
         auto at = [&](int kq, int row, int col) {
@@ -353,7 +369,6 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
             for (int q = 0; q < 3; q++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) part[q][j] = split_bf16(v[kq][j]);
-            if (DW_PROBE == 1) { d[0][kq] += __uint_as_float(part[2][0] ^ part[1][1] ^ part[0][2]); continue; }
             wgmma_m64k16<bf16, NT>(d[1], part[2], b_desc(kq));
             wgmma_m64k16<bf16, NT>(d[1], part[1], b_desc(kq));
             wgmma_m64k16<bf16, NT>(d[0], part[0], b_desc(kq));
@@ -364,14 +379,14 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
 // The consumers' named barrier (warpgroups 1 and 2).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
-// A tile is DW_ROWS rows (64 a consumer warpgroup) by NT columns; a step takes WB boxes of 128
-// bytes of each of its W rows. W and E stream through rings of their own: W's from DRAM wants
-// many steps in flight, E's from L2 few, and f32 W's slot is free as soon as the consumers hold
-// its fragments in registers.
-template <class T, int NT, int WB> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+// A tile is DW_ROWS rows (64 a consumer warpgroup) by NT columns; a step takes DW_K_STEP
+// columns of its W rows in WB boxes of 128 bytes. W and E stream through rings of their own:
+// W's from DRAM wants many steps in flight, E's from L2 few, and f32 W's slot is free as soon as
+// the consumers hold its fragments in registers.
+template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
     using namespace hopper;
-    constexpr int K_STAGE = WB * 128 / sizeof(T), BOX_COLS = 128 / sizeof(T), W_BYTES = WB * DW_ROWS * 128;
-    constexpr int E_BYTES = NT / DW_BOX * K_STAGE * 128;
+    constexpr int BOX_COLS = 128 / sizeof(T), WB = DW_K_STEP / BOX_COLS, W_BYTES = WB * DW_ROWS * 128;
+    constexpr int E_BYTES = NT / DW_BOX * DW_K_STEP * 128;
     constexpr int E_STAGES = DW_E_RING / E_BYTES < 2 ? 2 : DW_E_RING / E_BYTES > 4 ? 4 : DW_E_RING / E_BYTES;
     constexpr int W_STAGES = (DW_RING_BYTES - E_STAGES * E_BYTES) / W_BYTES;
     constexpr int REGS = NT / 2;                    // accumulators a thread
@@ -385,7 +400,7 @@ template <class T, int NT, int WB> __device__ void dense_wgmma(const TensorMap* 
     __shared__ int completes;  // the consumers' CTA is the last to finish the current tile
     // (computed after setmaxnreg: values live across it would go through local memory)
     auto col_tiles = [&] { return (a.n + NT - 1) / NT; };
-    auto steps = [&] { return (a.k + K_STAGE - 1) / K_STAGE; };
+    auto steps = [&] { return (a.k + DW_K_STEP - 1) / DW_K_STEP; };
     auto units = [&] { return (a.m + DW_ROWS - 1) / DW_ROWS * col_tiles() * steps(); };
     if (threadIdx.x == 0) {
         for (int s = 0; s < W_STAGES; s++) barrier_init(&w_full[s], 1), barrier_init(&w_empty[s], 8);
@@ -412,13 +427,11 @@ template <class T, int NT, int WB> __device__ void dense_wgmma(const TensorMap* 
                 if (loads_w) {
                     barrier_expect(&full[s], W_BYTES);
                     for (int b = 0; b < WB; b++)
-                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], (int)(kk * K_STAGE + b * BOX_COLS), row0);
-                } else if (DW_PROBE == 2) {
-                    barrier_arrive(&full[s]);
+                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], (int)(kk * DW_K_STEP + b * BOX_COLS), row0);
                 } else {
                     barrier_expect(&full[s], E_BYTES);
                     for (int i = 0; i < NT / DW_BOX; i++)
-                        tma_load_2d(e_ring + s * E_BYTES + i * K_STAGE * 128, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * K_STAGE));
+                        tma_load_2d(e_ring + s * E_BYTES + i * DW_K_STEP * 128, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * DW_K_STEP));
                 }
             }
         });
@@ -449,7 +462,7 @@ template <class T, int NT, int WB> __device__ void dense_wgmma(const TensorMap* 
             wgmma_fence();
             // f32 W frees its slot once in registers (after dense_stage's loads), f16/bf16 once
             // its wgmmas are done
-            dense_stage<T, NT, WB>(d, w_ring + sw * W_BYTES + g * 64 * 128, e_ring + se * E_BYTES,
+            dense_stage<T, NT>(d, w_ring + sw * W_BYTES + g * 64 * 128, e_ring + se * E_BYTES,
                                    [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); });
             wgmma_commit();
             // one group stays in flight: the previous step's wgmmas are done, free its slots
@@ -500,14 +513,14 @@ template <class T, int NT, int WB> __device__ void dense_wgmma(const TensorMap* 
 }
 #endif
 
-// Tiles by n (src/cuda/ops.rs, dense_wgmma_shape, mirrors this): DW_ROWS rows by 64, 128 or 256
-// columns, steps of DW_W_BOXES W boxes (one for 256 columns: E's stages are large); f32 W (two
-// accumulator sets) at most 128 columns, wider products in several column tiles.
+// Tiles by n (src/cuda/ops.rs, dense_wgmma_cols, mirrors this): DW_ROWS rows by 64, 128 or 256
+// columns; f32 W (two accumulator sets) at most 128 columns, wider products in several column
+// tiles.
 template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if (a.n <= 64) dense_wgmma<T, 64, DW_W_BOXES>(w_map, e_map, a);
-    else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, DW_W_BOXES>(w_map, e_map, a);
-    else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256, 1>(w_map, e_map, a);
+    if (a.n <= 64) dense_wgmma<T, 64>(w_map, e_map, a);
+    else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128>(w_map, e_map, a);
+    else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256>(w_map, e_map, a);
 #endif
 }
 

@@ -146,9 +146,11 @@ algorithms! {
     }
     /// Dense weights times events or floats.
     DenseMm = "dense_mm" {
-        /// N with one column: one warp per output row.
+        /// N with one column: a warp per output row (8 rows a block), reading W at the live
+        /// inputs that the block lists in shared memory.
         MvRowWarp = "mv_row_warp" on Gpu,
-        /// T with one column: blocks over output columns, reducing over rows.
+        /// T with one column: blocks over output columns, their warps sharing the live input
+        /// rows that the block lists in shared memory.
         MvColumnBlocks = "mv_column_blocks" on Gpu,
         /// Any shape: 64 x 64 output tiles staged through shared memory.
         Tiled = "tiled" on Gpu,

@@ -371,7 +371,7 @@ fn launch_dense(
     let (m, n) = (c.rows as u64, c.cols as u64);
     let (family, grid) = match alg {
         DenseMm::InputNonzeros | DenseMm::Gemm | DenseMm::Reference => return Err(cpu_only(alg)),
-        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::warps(m)),
+        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::new((m.div_ceil(MV_ROWS), 1), (THREADS, 1))),
         DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
         DenseMm::Tiled => {
             let family = if transposed { DENSE_MM_T } else { DENSE_MM_N };
@@ -382,6 +382,9 @@ fn launch_dense(
     };
     gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input_dtype))?, grid, &args)
 }
+
+/// Rows of W a dense mv N block takes (MV_ROWS in kernels/dense.cu).
+const MV_ROWS: u64 = 32;
 
 /// Shapes of the active-list kernels (kernels/dense.cu, "mm on events"): rows of W and columns
 /// of C per N block (64 where n <= 64: 200 against 255 µs at n = 10, 372 against 436 at n =
@@ -442,51 +445,59 @@ pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
 }
 
 /// Shape of dense_wgmma (kernels/dense.cu, "mm on events: tensor cores"): threads, rows of a
-/// tile of C, W's 128-byte boxes a K step, columns of E per TMA box, the rings of stages
-/// (shared memory).
+/// tile of C, columns of W a K step, columns of E per TMA box, the rings of stages (shared
+/// memory).
 const DW_THREADS: u32 = 384;
 const DW_ROWS: u64 = 128;
-const DW_W_BOXES: u64 = 2;
+const DW_K_STEP: u64 = 64;
 const DW_BOX: u64 = 64;
 const DW_RING_BYTES: u64 = 192 * 1024;
 
-/// Columns of dense_wgmma's tiles of C and W's boxes a K step for W's dtype and n columns, as
-/// dense_wgmma_shapes picks them: 64, 128 or 256 columns (f32 W at most 128), one box where 256.
-fn dense_wgmma_shape(dtype: DType, n: u64) -> (u64, u64) {
+/// Columns of dense_wgmma's tiles of C for W's dtype and n columns, as dense_wgmma_shapes picks
+/// them: 64, 128 or 256 (f32 W at most 128).
+fn dense_wgmma_cols(dtype: DType, n: u64) -> u64 {
     match n {
-        0..=64 => (64, DW_W_BOXES),
-        65..=128 => (128, DW_W_BOXES),
-        _ if dtype == DType::F32 => (128, DW_W_BOXES),
-        _ => (256, 1),
+        0..=64 => 64,
+        65..=128 => 128,
+        _ if dtype == DType::F32 => 128,
+        _ => 256,
     }
 }
 
-/// Dense mm N on events on Hopper's tensor cores, in three steps on the stream: the events as
-/// a 0/1 matrix E in the MMA's type (bf16, or f16 for f16 W; k x ep, ep = n rounded up to
-/// DW_BOX) into the scratch, the tile counters zeroed, then the persistent stream-K product
-/// (a CTA per SM; the workspace holds two partial tiles per CTA).
+/// Dense mm N on events on Hopper's tensor cores, in two launches: the events as a 0/1 matrix E
+/// in the MMA's type (bf16, or f16 for f16 W; k x ep, ep = n rounded up to DW_BOX) into the
+/// scratch with the tile counters zeroed, then the persistent stream-K product (a CTA per SM;
+/// the workspace holds two partial tiles per CTA).
 fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
     let mma = if w.dtype == DType::F16 { DType::F16 } else { DType::BF16 };
     let ep = n.next_multiple_of(DW_BOX);
-    let (cols, boxes) = dense_wgmma_shape(w.dtype, n);
-    let box_cols = 128 / w.dtype.size() as u64; // a K step: `boxes` boxes of 128 bytes
-    let k_stage = boxes * box_cols;
+    let cols = dense_wgmma_cols(w.dtype, n);
+    let box_cols = 128 / w.dtype.size() as u64; // TMA boxes of 128 bytes of W's rows
     let tiles = m.div_ceil(DW_ROWS) * n.div_ceil(cols);
-    let blocks = (tiles * k.div_ceil(k_stage)).min(gpu.multiprocessors as u64);
+    let blocks = (tiles * k.div_ceil(DW_K_STEP)).min(gpu.multiprocessors as u64);
     let e_bytes = (k * ep * 2).next_multiple_of(256);
     let counters_bytes = (tiles * 4).next_multiple_of(256);
     let workspace_bytes = 2 * blocks * DW_ROWS * cols * 4;
     let e = scratch(s, (e_bytes + counters_bytes + workspace_bytes) as usize)?;
     let (counters, workspace) = (e + e_bytes, e + e_bytes + counters_bytes);
-    let events = Args { x: args.x, ldx: args.ldx, y: e, ldy: ep as i64, k: k as i64, n: n as i64, ..Args::default() };
+    let events = Args {
+        x: args.x,
+        ldx: args.ldx,
+        y: e,
+        ldy: ep as i64,
+        out2: counters,
+        lines: tiles as i64,
+        k: k as i64,
+        n: n as i64,
+        ..Args::default()
+    };
     let matrix = gpu.kernel(EVENT_MATRIX, Some(mma), Some(input_dtype))?;
-    gpu.launch(stream, matrix, Grid::strided(gpu, k * ep / 8), &events)?;
-    zero_device(gpu, stream, counters, (tiles * 4) as usize)?;
+    gpu.launch(stream, matrix, Grid::strided(gpu, (k * ep / 8).max(tiles)), &events)?;
     let w_shape = (m, k, (w.ld * w.dtype.size()) as u64);
     let w_map = TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (DW_ROWS as u32, box_cols as u32))?;
-    let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (k_stage as u32, DW_BOX as u32))?;
+    let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (DW_K_STEP as u32, DW_BOX as u32))?;
     let product = Args { weights: workspace, out2: counters, ..*args };
     let function = gpu.kernel(DENSE_MM_WGMMA, Some(w.dtype), None)?;
     let grid = Grid::new((blocks, 1), (DW_THREADS, 1));
