@@ -168,49 +168,52 @@ template <> struct Inputs<SpikeList> {
     }
 };
 
-// The live inputs of a block's candidates as a list in shared memory, LIST_CHUNK candidates at a
-// time: f(indices, values, count) runs on every thread of the block for each chunk, the list
-// in candidate order. `candidate(c, index, value)` says whether candidate c is live, its input
-// index and value. The whole block calls it (it synchronizes); blocks of LIST_THREADS threads.
-#define LIST_CHUNK 1024
+// The live inputs of a block's candidates as a list in shared memory, a window of
+// list_window<A>() candidates at a time: f(indices, values, count) runs on every thread of the
+// block for each window, the list in candidate order. `candidate(c, index, value)` says whether
+// candidate c is live, its input index and value. Each thread tests a run of the window (its
+// loads in flight together), one block scan places the runs' live inputs, and the thread lists
+// them, testing them again (cache hits). The whole block calls it (it synchronizes); blocks of
+// LIST_THREADS threads, run lengths of 32 at most.
 #define LIST_THREADS 256
+template <class A> __host__ __device__ constexpr int list_window() { return sizeof(A) == 8 ? 2048 : 4096; }
 template <class A, class C, class F> __device__ void block_lists(int64_t candidates, C candidate, F f) {
-    constexpr int WARPS = LIST_THREADS / 32, ROUNDS = LIST_CHUNK / LIST_THREADS;  // ROUNDS x WARPS <= 32
-    __shared__ int indices[LIST_CHUNK];
-    __shared__ A values[LIST_CHUNK];
-    __shared__ int offsets[ROUNDS * WARPS + 1];  // list position of each warp's round, then the count
+    constexpr int WINDOW = list_window<A>(), RUN = WINDOW / LIST_THREADS, WARPS = LIST_THREADS / 32;
+    __shared__ int indices[WINDOW];
+    __shared__ A values[WINDOW];
+    __shared__ int warp_offsets[WARPS + 1];  // list position of each warp's runs, then the count
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, lane = tid % 32, warp = tid / 32;
-    for (int64_t base = 0; base < candidates; base += LIST_CHUNK) {
-        int index[ROUNDS];
-        A value[ROUNDS];
-        unsigned live[ROUNDS];
+    for (int64_t base = 0; base < candidates; base += WINDOW) {
+        const int64_t first = base + tid * RUN;
+        unsigned live = 0;  // bit j: candidate first + j
+        int index;
+        A value;
 #pragma unroll
-        for (int j = 0; j < ROUNDS; j++) {
-            const int64_t c = base + j * LIST_THREADS + tid;
-            const bool on = c < candidates && candidate(c, index[j], value[j]);
-            live[j] = __ballot_sync(0xffffffffu, on);
-            if (lane == 0) offsets[j * WARPS + warp] = __popc(live[j]);
+        for (int j = 0; j < RUN; j++) live |= (unsigned)(first + j < candidates && candidate(first + j, index, value)) << j;
+        const int count = __popc(live);
+        int below = count;  // inclusive scan of the counts over the warp
+        for (int o = 1; o < 32; o <<= 1) {
+            const int up = __shfl_up_sync(0xffffffffu, below, o);
+            if (lane >= o) below += up;
+        }
+        if (lane == 31) warp_offsets[warp] = below;
+        __syncthreads();
+        if (tid == 0) {
+            int sum = 0;
+            for (int w = 0; w < WARPS; w++) {
+                const int c = warp_offsets[w];
+                warp_offsets[w] = sum, sum += c;
+            }
+            warp_offsets[WARPS] = sum;
         }
         __syncthreads();
-        if (warp == 0) {  // exclusive scan of the rounds' counts, one per lane
-            const int count = lane < ROUNDS * WARPS ? offsets[lane] : 0;
-            int sum = count;
-            for (int o = 1; o < 32; o <<= 1) {
-                const int up = __shfl_up_sync(0xffffffffu, sum, o);
-                if (lane >= o) sum += up;
-            }
-            if (lane < ROUNDS * WARPS) offsets[lane] = sum - count;
-            if (lane == 31) offsets[ROUNDS * WARPS] = sum;
+        int at = warp_offsets[warp] + below - count;
+        for (; live; live &= live - 1) {
+            candidate(first + __ffs(live) - 1, index, value);
+            indices[at] = index, values[at] = value, at++;
         }
         __syncthreads();
-#pragma unroll
-        for (int j = 0; j < ROUNDS; j++)
-            if ((live[j] >> lane) & 1u) {
-                const int at = offsets[j * WARPS + warp] + __popc(live[j] & ((1u << lane) - 1));
-                indices[at] = index[j], values[at] = value[j];
-            }
-        __syncthreads();
-        f((const int*)indices, (const A*)values, offsets[ROUNDS * WARPS]);
+        f((const int*)indices, (const A*)values, warp_offsets[WARPS]);
         __syncthreads();
     }
 }
