@@ -56,6 +56,8 @@ class Evs:
         "evs_dense_mm": ([P, i32, i32, D, P, P, D, P], i32),
         "evs_csr_plasticity_pre": ([P, P, P, P, D, D], i32),
         "evs_csr_plasticity_post": ([P, P, P, P, D, D], i32),
+        "evs_dense_plasticity_pre": ([P, P, P, P, D, D], i32),
+        "evs_dense_plasticity_post": ([P, P, P, P, D, D], i32),
         "evs_bsrmm": ([P, D, P, P, D, P], i32),
         "evs_compact_events": ([P, P, P, P], i32),
         "evs_spmv_spikes": ([P, i32, D, P, P, P, D, P], i32),
@@ -555,6 +557,24 @@ def bench_plasticity(evs, tab, quick):
             tab.add(f"plasticity {rule} spike list {n:,}² ×{per_row}/row, {rate * 100:g}% active", ours,
                     "torch masked update", base, 4 * int(spikes.sum()) + touched * 16 + extra)
         evs.call("evs_csr_destroy", a)
+    # dense weights, W 10000² f32, 1 % active: pre rewrites the active rows (read and write), post
+    # the active columns (each element its own 32-byte sector); torch updates the same slices
+    n = 10000
+    W = torch.rand(n, n, device="cuda")
+    spikes = torch.rand(n, device="cuda") < 0.01
+    trace = torch.rand(n, device="cuda") * 1e-3
+    hw, hs, ht = evs.dense(W), evs.dense(spikes), evs.dense(trace)
+    idx = spikes.nonzero().squeeze(1)
+    active = idx.numel()
+    for rule, torch_update, nbytes in [
+            ("pre", lambda: W.index_copy_(0, idx, (W[idx] + trace).clamp(0.0, 1.0)), 8 * n * active + 5 * n),
+            ("post", lambda: W.index_copy_(1, idx, (W[:, idx] + trace[:, None]).clamp(0.0, 1.0)), 64 * n * active + 5 * n)]:
+        ours = measure(evs, "dense_plasticity",
+                       lambda: evs.call("evs_dense_plasticity_" + rule, evs.stream, hw, hs, ht, 0.0, 1.0), graph=True)
+        tab.add(f"dense plasticity {rule} W {n}² f32, 1% active", ours, "torch index_copy_ of the updated slices",
+                timed(torch_update), nbytes)
+    for h in (hw, hs, ht):
+        evs.call("evs_dense_destroy", h)
 
 
 def bench_step(evs, tab, quick):

@@ -358,7 +358,8 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
 #pragma unroll
         for (int kq = 0; kq < SLICES; kq++) {
             const int c = 2 * (lane % 4);
-            v[kq][0] = at(kq, r, c), v[kq][1] = at(kq, r + 8, c), v[kq][2] = at(kq, r, c + 8), v[kq][3] = at(kq, r + 8, c + 8);
+            v[kq][0] = at(kq, r, c), v[kq][1] = at(kq, r + 8, c);
+            v[kq][2] = at(kq, r, c + 8), v[kq][3] = at(kq, r + 8, c + 8);
         }
         __syncwarp();  // the warp's loads are done before its lane 0 frees the slot
         loaded();
@@ -426,12 +427,16 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
                 if (t >= stages) barrier_wait(&empty[s], (t / stages - 1) & 1);
                 if (loads_w) {
                     barrier_expect(&full[s], W_BYTES);
-                    for (int b = 0; b < WB; b++)
-                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], (int)(kk * DW_K_STEP + b * BOX_COLS), row0);
+                    for (int b = 0; b < WB; b++) {
+                        const int col = (int)(kk * DW_K_STEP + b * BOX_COLS);
+                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], col, row0);
+                    }
                 } else {
                     barrier_expect(&full[s], E_BYTES);
-                    for (int i = 0; i < NT / DW_BOX; i++)
-                        tma_load_2d(e_ring + s * E_BYTES + i * DW_K_STEP * 128, e_map, &full[s], col0 + i * DW_BOX, (int)(kk * DW_K_STEP));
+                    for (int i = 0; i < NT / DW_BOX; i++) {
+                        const int row = (int)(kk * DW_K_STEP);
+                        tma_load_2d(e_ring + s * E_BYTES + i * DW_K_STEP * 128, e_map, &full[s], col0 + i * DW_BOX, row);
+                    }
                 }
             }
         });

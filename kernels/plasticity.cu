@@ -18,24 +18,31 @@ template <class T, class Walk> struct AddTrace {
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
-// Dense W (m x k, in y). Pre adds trace[c] to the rows of active pre-neurons: blocks cover 256
-// columns, their y index strides over the candidate rows. Post adds trace[i] to the columns of
-// active post-neurons: threads take candidate columns, their block's y index strides over rows.
+// Dense W (m x k, in y). Each block lists the live neurons in shared memory
+// (Inputs<In>::each_listed), then pre adds trace[c] to the listed rows, a thread per column of
+// the block's 256 and the block's y index taking every gridDim.y-th listed row (each row's
+// stretch of W coalesced); post adds trace[i] to the listed columns of the block's
+// DENSE_POST_ROWS rows, a thread per (row, listed column) pair.
+#define DENSE_POST_ROWS 32
 template <class T, class In> __device__ void dense_pre(const Args& a) {
     typedef typename AccOf<T>::type A;
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= a.k) return;
-    const A delta = A(to_f(((const T*)a.aux)[c]));
-    Inputs<In>::template each<A>(a, blockIdx.y, gridDim.y, a.m, [&](int64_t i, A) {
-        clip_add((T*)a.y + i * a.ldy + c, delta, a);
+    const A delta = c < a.k ? A(to_f(((const T*)a.aux)[c])) : A(0);
+    Inputs<In>::template each_listed<A>(a, a.m, [&](const int* rows, const A*, int count) {
+        if (c < a.k)
+            for (int t = blockIdx.y; t < count; t += gridDim.y) clip_add((T*)a.y + rows[t] * a.ldy + c, delta, a);
     });
 }
 template <class T, class In> __device__ void dense_post(const Args& a) {
     typedef typename AccOf<T>::type A;
     const T* trace = (const T*)a.aux;
-    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    Inputs<In>::template each<A>(a, first, (int64_t)gridDim.x * blockDim.x, a.k, [&](int64_t c, A) {
-        for (int64_t i = blockIdx.y; i < a.m; i += gridDim.y) clip_add((T*)a.y + i * a.ldy + c, A(to_f(trace[i])), a);
+    const int64_t i0 = (int64_t)blockIdx.x * DENSE_POST_ROWS;
+    const int rows = (int)min((int64_t)DENSE_POST_ROWS, a.m - i0);
+    Inputs<In>::template each_listed<A>(a, a.k, [&](const int* cols, const A*, int count) {
+        for (int q = threadIdx.x; q < rows * count; q += blockDim.x) {
+            const int64_t i = i0 + q / count;
+            clip_add((T*)a.y + i * a.ldy + cols[q % count], A(to_f(trace[i])), a);
+        }
     });
 }
 

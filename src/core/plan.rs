@@ -181,7 +181,8 @@ algorithms! {
     }
     /// Plasticity on dense weights.
     DensePlasticity = "dense_plasticity" {
-        /// Blocks of 256 columns over a stride of rows.
+        /// Each block lists the live neurons in shared memory; pre: blocks of 256 columns, a
+        /// stride of the listed rows each; post: blocks of 32 rows, each at the listed columns.
         RowStride = "row_stride" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,

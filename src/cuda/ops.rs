@@ -531,11 +531,13 @@ pub fn csr_plasticity(
     }
 }
 
-/// Blocks' y extent over listed rows in dense pre plasticity (they stride over the list).
-const LIST_ROW_BLOCKS: u64 = 512;
+/// Rows of W a dense post-plasticity block takes (DENSE_POST_ROWS in kernels/plasticity.cu), and
+/// blocks per SM that dense pre plasticity aims at (its blocks' y index shares the listed rows).
+const DENSE_POST_ROWS: u64 = 32;
+const DENSE_PRE_BLOCKS_PER_SM: u64 = 4;
 
-/// Dense plasticity on W (m x k). Pre: blocks of 256 columns, their y index over the spiking
-/// rows' candidates; post: threads over the candidate columns, blocks' y index over rows.
+/// Dense plasticity on W (m x k); each block lists the live neurons itself. Pre: blocks of 256
+/// columns, their y index sharing the listed rows; post: blocks of DENSE_POST_ROWS rows.
 pub fn dense_plasticity(
     s: &Stream,
     post: bool,
@@ -558,14 +560,12 @@ pub fn dense_plasticity(
     };
     let (args, input) = spike_args(spikes, base);
     let (rows, cols) = (w.rows as u64, w.cols as u64);
-    let candidates = match spikes {
-        Spikes::Events(x) => x.rows as u64,
-        Spikes::List(list) => (list.capacity() as u64).min(LIST_ROW_BLOCKS),
-    };
     let grid = if post {
-        Grid::new((candidates.div_ceil(256), rows.min(MAX_GRID_Y)), (256, 1))
+        Grid::new((rows.div_ceil(DENSE_POST_ROWS), 1), (THREADS, 1))
     } else {
-        Grid::new((cols.div_ceil(256), candidates.min(MAX_GRID_Y)), (256, 1))
+        let x = cols.div_ceil(THREADS as u64);
+        let y = (gpu.multiprocessors as u64 * DENSE_PRE_BLOCKS_PER_SM).div_ceil(x).clamp(1, MAX_GRID_Y);
+        Grid::new((x, y), (THREADS, 1))
     };
     if rows == 0 || cols == 0 {
         return Ok(());
