@@ -168,8 +168,8 @@ template <> struct Inputs<SpikeList> {
     }
 };
 
-// The live inputs of a block's candidates as a list in shared memory, a window of
-// list_window<A>() candidates at a time: f(indices, values, count) runs on every thread of the
+// The live inputs of a block's candidates as a list in shared memory, a window of WINDOW
+// (list_window<A>() unless given) candidates at a time: f(indices, values, count) runs on every thread of the
 // block for each window, the list in candidate order. `candidate(c, index, value)` says whether
 // candidate c is live, its input index and value. Each thread tests a run of the window (its
 // loads in flight together), one block scan places the runs' live inputs, and the thread lists
@@ -177,8 +177,9 @@ template <> struct Inputs<SpikeList> {
 // LIST_THREADS threads, run lengths of 32 at most.
 #define LIST_THREADS 256
 template <class A> __host__ __device__ constexpr int list_window() { return sizeof(A) == 8 ? 2048 : 4096; }
-template <class A, class C, class F> __device__ void block_lists(int64_t candidates, C candidate, F f) {
-    constexpr int WINDOW = list_window<A>(), RUN = WINDOW / LIST_THREADS, WARPS = LIST_THREADS / 32;
+template <class A, int WINDOW = list_window<A>(), class C, class F>
+__device__ void block_lists(int64_t candidates, C candidate, F f) {
+    constexpr int RUN = WINDOW / LIST_THREADS, WARPS = LIST_THREADS / 32;
     __shared__ int indices[WINDOW];
     __shared__ A values[WINDOW];
     __shared__ int warp_offsets[WARPS + 1];  // list position of each warp's runs, then the count

@@ -529,6 +529,57 @@ template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, co
 #endif
 }
 
+// ---------------------------------------------------------------- T on events, few columns
+// T with 2 to ROWS_T_COLS columns of events: only the rows of S with any event select rows of W
+// (with 10 columns at 1 %, a tenth of them). Each block lists those rows with their events as
+// bits (ROWS_T_WINDOW rows a window), then its warps share the listed rows: lane l reads
+// W[r, i] for its output i (32 a block, so a row's read is one 128-byte piece) once per row and
+// adds it into the columns whose bits are set. The warps' sums meet in shared memory in a fixed
+// order: reproducible.
+#define ROWS_T_COLS 16
+#define ROWS_T_WINDOW 2048
+template <class T, class In> __device__ void rows_t(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    __shared__ A part[4][ROWS_T_COLS][32];
+    const int64_t i = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    A acc[ROWS_T_COLS];
+#pragma unroll
+    for (int c = 0; c < ROWS_T_COLS; c++) acc[c] = 0;
+    auto events = [&](int64_t r, int& index, unsigned& bits) {
+        const In* x = (const In*)a.x + r * a.ldx;
+        bits = 0;
+        for (int c = 0; c < a.n; c++) bits |= (unsigned)active(x[c]) << c;
+        index = (int)r;
+        return bits != 0;
+    };
+    block_lists<unsigned, ROWS_T_WINDOW>(a.k, events, [&](const int* rows, const unsigned* bits, int count) {
+        if (i >= a.m) return;
+        for (int t = threadIdx.y; t < count; t += 8) {
+            const A w = w_at<T, A, true>(a, i, rows[t]);
+            const unsigned b = bits[t];
+#pragma unroll
+            for (int c = 0; c < ROWS_T_COLS; c++)
+                if ((b >> c) & 1u) acc[c] += w;
+        }
+    });
+    // warps 4-7 hand their sums to 0-3, then 2-3 to 0-1, then 1 to 0
+#pragma unroll
+    for (int half = 4; half >= 1; half /= 2) {
+        if (threadIdx.y >= half && threadIdx.y < 2 * half)
+#pragma unroll
+            for (int c = 0; c < ROWS_T_COLS; c++) part[threadIdx.y - half][c][threadIdx.x] = acc[c];
+        __syncthreads();
+        if (threadIdx.y < half)
+#pragma unroll
+            for (int c = 0; c < ROWS_T_COLS; c++) acc[c] += part[threadIdx.y][c][threadIdx.x];
+        __syncthreads();
+    }
+    if (threadIdx.y == 0 && i < a.m)
+#pragma unroll
+        for (int c = 0; c < ROWS_T_COLS; c++)
+            if (c < a.n) blend((T*)a.y + i * a.ldy + c, acc[c], a);
+}
+
 #define DENSE_MV(T, TN, In, InN)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) dense_mv_n_##TN##_##InN(Args a) { mv_n<T, In>(a); }         \
     extern "C" __global__ void __launch_bounds__(256) dense_mv_t_##TN##_##InN(Args a) { mv_t<T, In>(a); }
@@ -539,7 +590,10 @@ template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, co
     extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_##TN(Args a) { lists_n<T, 128>(a); } \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_narrow_##TN(Args a) { lists_n<T, 64>(a); } \
     extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_t_##TN(Args a) { lists_t<T>(a); }
-#define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN)
+#define DENSE_ROWS_T(T, TN, In, InN) \
+    extern "C" __global__ void __launch_bounds__(256) dense_mm_rows_t_##TN##_##InN(Args a) { rows_t<T, In>(a); }
+#define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) \
+    EVS_FOR_INPUTS(DENSE_ROWS_T, T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
 #define DENSE_WGMMA(T, TN)                                                                           \
     extern "C" __global__ void __launch_bounds__(DW_THREADS, 1) dense_mm_wgmma_##TN(                \

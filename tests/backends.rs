@@ -409,7 +409,33 @@ fn dense_products_match_cpu() {
     p.each_algorithm::<plan::DenseMm>(|p| {
         (0..2).for_each(|_| dense_cases(p));
         dense_tensor_core_cases(p);
+        dense_few_columns_t_cases(p);
     });
+}
+
+/// Dense mm T on events with 2 to 16 columns (and 17, past `active_rows`), every dtype and event
+/// kind, padded W, all-zero events included.
+fn dense_few_columns_t_cases(p: &mut Pair) {
+    for t in FLOATS {
+        for (case, &e) in EVENTS.iter().enumerate() {
+            let (m, k, n) = (1 + p.rng.below(300), 1 + p.rng.below(300), [2, 10, 16, 17, 5][case]);
+            let ld = m + case % 3;
+            let wv = p.values(k * m, 5);
+            let w = p.padded(t, (k, m, ld), &wv);
+            let sv = if case == 4 { vec![0.0; k * n] } else { p.events(e, k * n) };
+            let x = p.both(e, (2, k, n), &sv);
+            let (alpha, beta) = scalars(p);
+            let c = p.output(t, (2, m, n), beta);
+            let what = format!("dense T {} W {k}x{m} (ld {ld}) S {} x{n}", t.name(), e.name());
+            let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
+                ops::dense_mm(&side.1, Op::T, InputKind::Events, alpha, w, x, beta, c, false)
+            };
+            if p.ran(&what, run(&p.dev, &w.view.dev, &x.dev, &c.dev)) {
+                run(&p.cpu, &w.view.cpu, &x.cpu, &c.cpu).unwrap();
+                p.compare(&what, &c);
+            }
+        }
+    }
 }
 
 /// A row-major array whose rows are `ld` elements apart (ld >= cols): a view of a larger one.

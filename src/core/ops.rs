@@ -252,6 +252,9 @@ pub fn dense_mm(
                 plan::DenseMm::MvColumnBlocks => op == Op::T && c.cols == 1,
                 plan::DenseMm::EventLists => kind == InputKind::Events,
                 plan::DenseMm::Wgmma => tensor_cores,
+                plan::DenseMm::ActiveRows => {
+                    op == Op::T && kind == InputKind::Events && (2..=plan::DENSE_ROWS_T_COLS).contains(&c.cols)
+                }
                 plan::DenseMm::Tiled
                 | plan::DenseMm::InputNonzeros
                 | plan::DenseMm::Gemm

@@ -157,6 +157,11 @@ algorithms! {
         /// Events with n > 1: the active rows of each column of S listed per chunk of rows (a
         /// per-stream scratch), then W read once and only the active (row, column) pairs added.
         EventLists = "event_lists" on Gpu,
+        /// T on events with 2 to `DENSE_ROWS_T_COLS` columns: each block lists the rows of S
+        /// with any event (their events as bits), then reads each listed row of W once and adds
+        /// it into the columns whose bits are set; the block's warps share the rows and sum in
+        /// shared memory. Reproducible.
+        ActiveRows = "active_rows" on Gpu,
         /// N on events with n > 1 on Hopper's tensor cores (sm_90; f16, bf16, f32 W, TMA-aligned):
         /// the events as exact 0/1 (a per-stream scratch), W streamed once through TMA by a
         /// persistent grid sharing the work evenly (stream-K, partial tiles summed in a fixed
@@ -411,13 +416,19 @@ pub fn choose_yw2y(op: Op) -> Yw2y {
     }
 }
 
+/// Columns of events up to which dense mm T lists the rows of S with any event (ROWS_T_COLS in
+/// kernels/dense.cu).
+pub const DENSE_ROWS_T_COLS: usize = 16;
+
 /// Dense mv / mm on the GPU: one column runs the mv kernels; events with more columns run on
-/// the tensor cores where `tensor_cores` says they can (N), else list their active pairs
-/// (bench/NOTES.md, "Dense mm on events"); float inputs run the tiles.
+/// the tensor cores where `tensor_cores` says they can (N), T with few columns lists the rows
+/// of S with any event, others list their active pairs (bench/NOTES.md, "Dense mm on events");
+/// float inputs run the tiles.
 pub fn choose_dense_mm(op: Op, n: usize, kind: InputKind, tensor_cores: bool) -> DenseMm {
     match (op, n) {
         (Op::N, 1) => DenseMm::MvRowWarp,
         (Op::T, 1) => DenseMm::MvColumnBlocks,
+        (Op::T, 2..=DENSE_ROWS_T_COLS) if kind == InputKind::Events => DenseMm::ActiveRows,
         _ if kind == InputKind::Events && tensor_cores => DenseMm::Wgmma,
         _ if kind == InputKind::Events => DenseMm::EventLists,
         _ => DenseMm::Tiled,
@@ -627,7 +638,8 @@ mod tests {
         assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
         assert_eq!(choose_dense_mm(Op::T, 1, InputKind::Events, true), DenseMm::MvColumnBlocks);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float, true), DenseMm::Tiled);
-        assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events, false), DenseMm::EventLists);
+        assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events, false), DenseMm::ActiveRows);
+        assert_eq!(choose_dense_mm(Op::T, 17, InputKind::Events, false), DenseMm::EventLists);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, false), DenseMm::EventLists);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, true), DenseMm::Wgmma);
         assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);

@@ -379,6 +379,7 @@ fn launch_dense(
         }
         DenseMm::EventLists => return event_lists(s, transposed, &args, input_dtype, w.dtype),
         DenseMm::Wgmma => return dense_wgmma(s, &args, w, input_dtype),
+        DenseMm::ActiveRows => (DENSE_MM_ROWS_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
     };
     gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input_dtype))?, grid, &args)
 }
