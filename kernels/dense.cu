@@ -554,6 +554,7 @@ template <class T, class In> __device__ void rows_t(const Args& a) {
     };
     block_lists<unsigned, ROWS_T_WINDOW>(a.k, events, [&](const int* rows, const unsigned* bits, int count) {
         if (i >= a.m) return;
+#pragma unroll 4
         for (int t = threadIdx.y; t < count; t += 8) {
             const A w = w_at<T, A, true>(a, i, rows[t]);
             const unsigned b = bits[t];
