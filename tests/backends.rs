@@ -427,13 +427,7 @@ fn dense_few_columns_t_cases(p: &mut Pair) {
             let (alpha, beta) = scalars(p);
             let c = p.output(t, (2, m, n), beta);
             let what = format!("dense T {} W {k}x{m} (ld {ld}) S {} x{n}", t.name(), e.name());
-            let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
-                ops::dense_mm(&side.1, Op::T, InputKind::Events, alpha, w, x, beta, c, false)
-            };
-            if p.ran(&what, run(&p.dev, &w.view.dev, &x.dev, &c.dev)) {
-                run(&p.cpu, &w.view.cpu, &x.cpu, &c.cpu).unwrap();
-                p.compare(&what, &c);
-            }
+            p.dense_events(Op::T, &what, &w, &x, &c, (alpha, beta));
         }
     }
 }
@@ -445,6 +439,20 @@ struct Padded {
 }
 
 impl Pair {
+    /// dense mm `op` on events on both sides (W a padded view), the device's result compared
+    /// with the CPU's; whether the device ran it.
+    fn dense_events(&mut self, op: Op, what: &str, w: &Padded, x: &Both, c: &Both, (alpha, beta): (f64, f64)) -> bool {
+        let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
+            ops::dense_mm(&side.1, op, InputKind::Events, alpha, w, x, beta, c, false)
+        };
+        if !self.ran(what, run(&self.dev, &w.view.dev, &x.dev, &c.dev)) {
+            return false;
+        }
+        run(&self.cpu, &w.view.cpu, &x.cpu, &c.cpu).unwrap();
+        self.compare(what, c);
+        true
+    }
+
     fn padded(&self, t: DType, (rows, cols, ld): (usize, usize, usize), values: &[f64]) -> Padded {
         let mut wide = vec![f64::NAN; rows * ld];
         for r in 0..rows {
@@ -478,12 +486,7 @@ fn dense_tensor_core_cases(p: &mut Pair) {
             let c = p.output(t, (2, m, n), beta);
             let c0 = read(&p.cpu.1, &c.cpu);
             let what = format!("dense tensor cores N {} W {m}x{k} (ld {ld}) S {} x{n}", t.name(), e.name());
-            let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
-                ops::dense_mm(&side.1, Op::N, InputKind::Events, alpha, w, x, beta, c, false)
-            };
-            if p.ran(&what, run(&p.dev, &w.view.dev, &x.dev, &c.dev)) {
-                run(&p.cpu, &w.view.cpu, &x.cpu, &c.cpu).unwrap();
-                p.compare(&what, &c);
+            if p.dense_events(Op::N, &what, &w, &x, &c, (alpha, beta)) {
                 if t == DType::F32 {
                     let exact = dense_n_f64(&wv, &sv, (m, k, n), alpha, beta, &c0);
                     let got = read(&p.dev.1, &c.dev);
