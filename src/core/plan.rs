@@ -418,7 +418,7 @@ pub fn choose_yw2y(op: Op) -> Yw2y {
 
 /// Columns of events up to which dense mm T lists the rows of S with any event (ROWS_T_COLS in
 /// kernels/dense.cu).
-pub const DENSE_ROWS_T_COLS: usize = 16;
+pub(crate) const DENSE_ROWS_T_COLS: usize = 16;
 
 /// Dense mv / mm on the GPU: one column runs the mv kernels; events with more columns run on
 /// the tensor cores where `tensor_cores` says they can (N), T with few columns lists the rows
