@@ -169,8 +169,8 @@ template <> struct Inputs<SpikeList> {
 };
 
 // The live inputs of a block's candidates as a list in shared memory, a window of WINDOW
-// (list_window<A>() unless given) candidates at a time: f(indices, values, count) runs on every thread of the
-// block for each window, the list in candidate order. `candidate(c, index, value)` says whether
+// (list_window<A>() unless given) candidates at a time: f(indices, values, count) runs on every
+// thread of the block for each window, the list in candidate order. `candidate(c, index, value)` says whether
 // candidate c is live, its input index and value. Each thread tests a run of the window (its
 // loads in flight together), one block scan places the runs' live inputs, and the thread lists
 // them, testing them again (cache hits). The whole block calls it (it synchronizes); blocks of
