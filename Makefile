@@ -42,7 +42,7 @@ CMAKE := $(CURDIR)/.tools/venv/bin/cmake
 endif
 
 .PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols kernel-report \
-        test-c test-cpp test-python test-valgrind test-install test-fuzz fuzz install uninstall bench-cpu \
+        test-c test-cpp test-python test-binding test-valgrind test-install test-fuzz fuzz install uninstall bench-cpu \
         gpu-bundle gpu-check plot check-plot package test-package clean
 
 all: build
@@ -65,6 +65,12 @@ $(CURDIR)/.tools/venv/bin/cmake: $(CURDIR)/.tools/venv/bin/python
 
 $(CURDIR)/.tools/cuda-13.0.stamp: $(CURDIR)/.tools/venv/bin/python
 	$(CURDIR)/.tools/venv/bin/pip install --quiet $(CUDA_WHEELS)
+	touch $@
+
+# The Python binding's tests (python/tests) run on numpy with pytest.
+PYTEST_PINS := numpy==2.3.4 pytest==8.4.2
+$(CURDIR)/.tools/pytest.stamp: $(CURDIR)/.tools/venv/bin/python
+	$(CURDIR)/.tools/venv/bin/pip install --quiet $(PYTEST_PINS)
 	touch $@
 
 MATPLOTLIB_PIN := matplotlib==3.9.2
@@ -134,7 +140,8 @@ test: cargo-test ffi-tests
 cargo-test: $(NVCC_STAMP)
 	cargo test --release
 
-ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-valgrind test-install test-fuzz \
+ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-binding test-valgrind test-install \
+           test-fuzz \
            check-plot
 
 # bench/plot.py reads the committed results (the chart itself needs matplotlib: make plot).
@@ -194,6 +201,11 @@ test-cpp: $(BUILD)/test_cpp_shared $(BUILD)/test_cpp_static
 test-python: build
 	EVS_LIBRARY=$(STAGE)/libevsparse.so $(PYTHON) ffi_tests/test_ctypes.py
 
+# The Python binding (python/evsparse) on the CPU with numpy, from the source tree.
+test-binding: build $(CURDIR)/.tools/pytest.stamp
+	EVS_LIBRARY=$(STAGE)/libevsparse.so PYTHONPATH=$(CURDIR)/python $(CURDIR)/.tools/venv/bin/python -m pytest -q \
+	    -p no:cacheprovider python/tests
+
 test-valgrind: $(BUILD)/test_c_shared
 	EVS_NUM_THREADS=2 valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/test_c_shared --quick
@@ -202,7 +214,7 @@ test-valgrind: $(BUILD)/test_c_shared
 # Installs into a scratch prefix, builds the C suite through find_package and through
 # pkg-config against it, runs both, then uninstalls and checks nothing is left.
 INSTALL_TEST := $(BUILD)/install-test
-test-install: $(CMAKE)
+test-install: $(CMAKE) $(CURDIR)/.tools/pytest.stamp
 	rm -rf $(INSTALL_TEST)
 	$(MAKE) --no-print-directory install PREFIX=$(INSTALL_TEST)/prefix
 	$(CMAKE) -S ffi_tests/consumer -B $(INSTALL_TEST)/cmake -DCMAKE_PREFIX_PATH=$(INSTALL_TEST)/prefix -DCMAKE_BUILD_TYPE=Debug
@@ -215,10 +227,17 @@ test-install: $(CMAKE)
 	PKG_CONFIG_PATH=$(INSTALL_TEST)/prefix/lib/pkgconfig sh -c '$(CC) $(CFLAGS_TEST) ffi_tests/test_c.c -o $(INSTALL_TEST)/test_c_pkgconfig_static \
 	    $$(pkg-config --cflags evsparse) $(INSTALL_TEST)/prefix/lib/libevsparse.a $$(pkg-config --static --libs-only-l evsparse | sed "s/-levsparse//") -lm'
 	$(INSTALL_TEST)/test_c_pkgconfig_static --quick
+	@# the binding as a user installs it (pip install ./python), finding the installed library
+	$(CURDIR)/.tools/venv/bin/pip install --quiet --target $(INSTALL_TEST)/site ./python
+	cd $(INSTALL_TEST) && env -u EVS_LIBRARY LD_LIBRARY_PATH=$(INSTALL_TEST)/prefix/lib PYTHONPATH=$(INSTALL_TEST)/site \
+	    $(CURDIR)/.tools/venv/bin/python -c 'import evsparse; assert evsparse.__file__.startswith("$(INSTALL_TEST)/site"); \
+	    print("installed binding", evsparse.version(), "on", evsparse.Context("cpu"))' && \
+	    env -u EVS_LIBRARY LD_LIBRARY_PATH=$(INSTALL_TEST)/prefix/lib PYTHONPATH=$(INSTALL_TEST)/site \
+	    $(CURDIR)/.tools/venv/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests
 	$(MAKE) --no-print-directory uninstall PREFIX=$(INSTALL_TEST)/prefix
 	@left=$$(find $(INSTALL_TEST)/prefix -type f -o -type l); \
 	if [ -n "$$left" ]; then echo "uninstall left files:"; echo "$$left"; exit 1; fi
-	@echo "install/uninstall, find_package and pkg-config: passed"
+	@echo "install/uninstall, find_package, pkg-config and pip install ./python: passed"
 
 # The CPU bench: products beside scipy.sparse and torch (installed into .tools/bench, pinned, if
 # missing), then the per-call cost of a simulator step from C; one thread, then all cores.

@@ -1,5 +1,5 @@
-"""GPU benchmark harness: evsparse (through ctypes, on tensors torch owns, wrapped zero-copy)
-beside the baseline a user would pick instead, in the same run, on the same stream.
+"""GPU benchmark harness: evsparse (through its Python binding, python/evsparse, on tensors torch
+owns, wrapped zero-copy) beside the baseline a user would pick instead, in the same run, on the same stream.
 
 Each row: CUDA-event timing, median of REPS runs after WARMUP; the floor is the bytes that must
 move over the measured device-to-device bandwidth (or FLOPs at the measured bf16 cuBLAS rate
@@ -11,7 +11,6 @@ in turn (`evs_context_set_algorithm`), one row each, the chooser's pick marked w
 """
 
 import argparse
-import ctypes as C
 import datetime
 import json
 import os
@@ -21,86 +20,37 @@ import sys
 
 import torch
 
-WARMUP, REPS = 3, 25
-F16, BF16, F32, F64, BOOL, I32, I64 = 1, 2, 3, 4, 5, 6, 7
-OP_N, OP_T = 0, 1
-FLOAT, EVENTS = 0, 1
-DTYPES = {torch.float16: F16, torch.bfloat16: BF16, torch.float32: F32, torch.float64: F64,
-          torch.bool: BOOL, torch.uint8: BOOL, torch.int32: I32, torch.int64: I64}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import evsparse  # noqa: E402 (the binding in this tree, not an installed one)
 
-P, VP, D, i32, i64 = C.c_void_p, C.c_void_p, C.c_double, C.c_int32, C.c_int64
-PP = C.POINTER(C.c_void_p)
+WARMUP, REPS = 3, 25
+OP_N, OP_T = "N", "T"
+FLOAT, EVENTS = False, True
 
 
 class Evs:
-    """The few entry points the harness needs; every call is checked."""
+    """The harness's context and streams. Calls run on `stream`, which `graphed` points at a
+    capture stream of its own meanwhile."""
 
-    SIGNATURES = {
-        "evs_last_error": ([], C.c_char_p),
-        "evs_last_plan": ([], C.c_char_p),
-        "evs_context_create": ([i32, i32, PP], i32),
-        "evs_context_set_algorithm": ([P, C.c_char_p], i32),
-        "evs_stream_wrap": ([P, VP, PP], i32),
-        "evs_dense_wrap_matrix": ([P, i32, i64, i64, i64, VP, PP], i32),
-        "evs_dense_wrap_vector": ([P, i32, i64, VP, PP], i32),
-        "evs_dense_destroy": ([P], i32),
-        "evs_csr_wrap": ([P, i64, i64, i64, i32, VP, VP, i32, VP, D, PP], i32),
-        "evs_csr_destroy": ([P], i32),
-        "evs_csr_analyse": ([P, P], i32),
-        "evs_bsr_wrap": ([P, i64, i64, i64, i64, i64, VP, VP, i32, VP, PP], i32),
-        "evs_bsr_destroy": ([P], i32),
-        "evs_spmv": ([P, i32, i32, D, P, P, D, P], i32),
-        "evs_spmm": ([P, i32, i32, D, P, P, D, P], i32),
-        "evs_yw2y": ([P, i32, D, P, P, D, P], i32),
-        "evs_dense_mv": ([P, i32, i32, D, P, P, D, P], i32),
-        "evs_dense_mm": ([P, i32, i32, D, P, P, D, P], i32),
-        "evs_csr_plasticity_pre": ([P, P, P, P, D, D], i32),
-        "evs_csr_plasticity_post": ([P, P, P, P, D, D], i32),
-        "evs_dense_plasticity_pre": ([P, P, P, P, D, D], i32),
-        "evs_dense_plasticity_post": ([P, P, P, P, D, D], i32),
-        "evs_bsrmm": ([P, D, P, P, D, P], i32),
-        "evs_compact_events": ([P, P, P, P], i32),
-        "evs_spmv_spikes": ([P, i32, D, P, P, P, D, P], i32),
-        "evs_csr_plasticity_pre_spikes": ([P, P, P, P, P, D, D], i32),
-        "evs_csr_plasticity_post_spikes": ([P, P, P, P, P, D, D], i32),
-    }
-
-    def __init__(self, path, stream):
-        self.lib = C.CDLL(path)
-        for name, (args, res) in self.SIGNATURES.items():
-            fn = getattr(self.lib, name)
-            fn.argtypes, fn.restype = args, res
-        self.ctx = self.out("evs_context_create", 2, torch.cuda.current_device())
-        self.stream = self.out("evs_stream_wrap", self.ctx, stream.cuda_stream)
+    def __init__(self, stream):
+        self.ctx = evsparse.Context("cuda", torch.cuda.current_device())
+        self.stream = self.ctx.wrap_stream(stream)
         self.capture_torch = torch.cuda.Stream()  # graphs are captured on a stream of their own
-        self.capture_stream = self.out("evs_stream_wrap", self.ctx, self.capture_torch.cuda_stream)
-
-    def call(self, name, *args):
-        status = getattr(self.lib, name)(*args)
-        if status != 0:
-            raise RuntimeError(f"{name}: status {status}: {self.lib.evs_last_error().decode()}")
-
-    def out(self, name, *args):
-        h = C.c_void_p()
-        self.call(name, *args, C.byref(h))
-        return h
+        self.capture_stream = self.ctx.wrap_stream(self.capture_torch)
 
     def force(self, spec):
-        self.call("evs_context_set_algorithm", self.ctx, spec.encode())
+        self.ctx.set_algorithm(spec)
 
     def last_plan(self):
-        return self.lib.evs_last_plan().decode()
+        return evsparse.last_plan()
 
     def dense(self, t):
         """Wraps a torch tensor (1-D or 2-D, row-major) without copying."""
-        if t.dim() == 1:
-            return self.out("evs_dense_wrap_vector", self.ctx, DTYPES[t.dtype], t.shape[0], t.data_ptr())
-        return self.out("evs_dense_wrap_matrix", self.ctx, DTYPES[t.dtype], t.shape[0], t.shape[1], t.stride(0), t.data_ptr())
+        return self.ctx.wrap(t, self.stream)
 
-    def csr(self, m, k, crow, col, weights=None, homo=1.0, dtype=torch.float32):
-        wptr = weights.data_ptr() if weights is not None else None
-        return self.out("evs_csr_wrap", self.ctx, m, k, col.numel(), DTYPES[crow.dtype], crow.data_ptr(), col.data_ptr(),
-                        DTYPES[dtype], wptr, homo)
+    def csr(self, m, k, crow, col, weights=None, homo=1.0):
+        """Wraps torch's CSR arrays without copying (the structure is valid by construction)."""
+        return evsparse.CSR(crow, col, weights, shape=(m, k), homo_weight=homo, ctx=self.ctx, validate=False)
 
 
 def algorithms():
@@ -138,9 +88,7 @@ def measure(evs, family, fn, verify=None, graph=False):
         evs.force(plan)
         try:
             fn()
-        except RuntimeError as e:
-            if "status 11" not in str(e):  # EVS_ERROR_NOT_SUPPORTED: the variant does not apply
-                raise
+        except evsparse.NotSupportedError:  # the variant does not apply to this call
             continue
         results.append((plan, *time_both(fn), False))
         if verify:
@@ -263,7 +211,7 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
     At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, k))
     nbytes = csr_bytes(m, col.numel()) + 4 * (k + m) * n
     ref = At @ B
-    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmm", evs.stream, OP_N, FLOAT, 1.0, a, hb, 0.0, hc),
+    ours = measure(evs, "spmm_n", lambda: evsparse.spmm(a, hb, hc, op=OP_N, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
                    lambda plan: check(f"spmm N {plan}", C_, ref))
     tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ B), nbytes)
     del At, ref
@@ -273,8 +221,8 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
     colptr, rowind, order = transpose(m, k, crow, col)  # the transpose a torch user would keep, untimed
     Att = torch.sparse_csr_tensor(colptr, rowind, w[order], (k, m))
     ref = Att @ Bt
-    evs.call("evs_csr_analyse", evs.stream, a)
-    ours = measure(evs, "spmm_t", lambda: evs.call("evs_spmm", evs.stream, OP_T, FLOAT, 1.0, a, hbt, 0.0, hct),
+    a.analyse(evs.stream)
+    ours = measure(evs, "spmm_t", lambda: evsparse.spmm(a, hbt, hct, op=OP_T, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
                    lambda plan: check(f"spmm T {plan}", Ct, ref))
     tab.add(f"spmm T {label}", ours, "torch CSR of Aᵀ @", timed(lambda: Att @ Bt), nbytes)
 
@@ -285,7 +233,7 @@ def bench_spmm(evs, tab, quick):
         w = torch.rand(col.numel(), device="cuda")
         a = evs.csr(m, m, crow, col, w)
         spmm_rows(evs, tab, f"{m}² ×{per_row}/row, B {n} cols (10% nz)", a, m, m, crow, col, w, n)
-        evs.call("evs_csr_destroy", a)
+        a.close()
 
 
 def power_law_csr(m, k, mean, longest, shape=1.67):
@@ -314,7 +262,7 @@ def bench_skewed(evs, tab, quick):
     a = evs.csr(m, m, crow, col, w)
     label = f"{m:,}² power-law rows (mean {col.numel() / m:.0f}, max {longest:,}), B {n} dense cols"
     spmm_rows(evs, tab, label, a, m, m, crow, col, w, n, nz=1.0)
-    evs.call("evs_csr_destroy", a)
+    a.close()
 
 
 def bench_spmv(evs, tab, quick):
@@ -332,21 +280,19 @@ def bench_spmv(evs, tab, quick):
         hx, hy = evs.dense(x), evs.dense(y)
         At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m))
         ref = At @ x
-        ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv", evs.stream, OP_N, FLOAT, 1.0, a, hx, 0.0, hy),
+        ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, hx, hy, op=OP_N, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
                        lambda plan: check(f"spmv N {plan}", y, ref))
         tab.add(f"spmv N {label}", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ x),
                 csr_bytes(m, col.numel()) + 8 * m)
-        evs.call("evs_csr_destroy", a)
+        a.close()
 
 
 def spike_list(evs, spikes_handle, n):
-    """The spike list of a bool spike vector (by evs_compact_events): handles of its indices and
-    count, and their tensors (which the caller keeps alive while it uses the handles)."""
+    """The spike list of a bool spike vector (by evsparse.compact_events) on wrapped handles, and
+    their tensors (which the caller keeps alive while it uses the list)."""
     idx = torch.empty(n, device="cuda", dtype=torch.int32)
     count = torch.empty(1, device="cuda", dtype=torch.int32)
-    hi, hn = evs.dense(idx), evs.dense(count)
-    evs.call("evs_compact_events", evs.stream, spikes_handle, hi, hn)
-    return hi, hn, (idx, count)
+    return evsparse.compact_events(spikes_handle, evs.dense(idx), evs.dense(count), stream=evs.stream), (idx, count)
 
 
 def bench_spmv_events(evs, tab, quick):
@@ -364,15 +310,14 @@ def bench_spmv_events(evs, tab, quick):
         At = torch.sparse_csr_tensor(colptr, rowind, torch.ones(rowind.numel(), device="cuda"), (n, n))
         xs = spikes.float()
         ref = At @ xs
-        evs.call("evs_csr_analyse", evs.stream, a)
-        ours = measure(evs, "spmm_t", lambda: evs.call("evs_spmv", evs.stream, OP_T, EVENTS, 1.0, a, hs, 0.0, hy),
+        a.analyse(evs.stream)
+        ours = measure(evs, "spmm_t", lambda: evsparse.spmv(a, hs, hy, op=OP_T, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
                        lambda plan: check(f"spmv T events {plan}", y, ref), graph=True)
         # the same step from the spike list that compaction makes of these spikes
-        hi, hn, list_tensors = spike_list(evs, hs, n)
-        ours_list = measure(evs, "spmm_t",
-                            lambda: evs.call("evs_spmv_spikes", evs.stream, OP_T, 1.0, a, hi, hn, 0.0, hy),
+        spikes_list, list_tensors = spike_list(evs, hs, n)
+        ours_list = measure(evs, "spmm_t", lambda: evsparse.spmv(a, spikes_list, hy, op=OP_T, stream=evs.stream),
                             lambda plan: check(f"spmv T spike list {plan}", y, ref), graph=True)
-        evs.call("evs_csr_destroy", a)
+        a.close()
         del crow, col
         base = timed(lambda: At @ xs)
         active = int(spikes.sum())
@@ -392,14 +337,14 @@ def bench_spmv_events(evs, tab, quick):
     hs, hy = evs.dense(spikes), evs.dense(y)
     At, xs = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m)), spikes.float()
     ref = At @ xs
-    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv", evs.stream, OP_N, EVENTS, 1.0, a, hs, 0.0, hy),
+    ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, hs, hy, op=OP_N, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
                    lambda plan: check(f"spmv N events {plan}", y, ref), graph=True)
     base = timed(lambda: At @ xs)
     tab.add(f"spmv N events {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
             base, csr_bytes(m, col.numel()) + m + 4 * m)
-    hi, hn, list_tensors = spike_list(evs, hs, m)
-    evs.call("evs_csr_analyse", evs.stream, a)
-    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmv_spikes", evs.stream, OP_N, 1.0, a, hi, hn, 0.0, hy),
+    spikes_list, list_tensors = spike_list(evs, hs, m)
+    a.analyse(evs.stream)
+    ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, spikes_list, hy, op=OP_N, stream=evs.stream),
                    lambda plan: check(f"spmv N spike list {plan}", y, ref), graph=True)
     active_entries = int(spikes.sum()) * per_row  # the active columns' entries: rows, weights, y
     tab.add(f"spmv N spike list {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
@@ -417,7 +362,7 @@ def bench_spmv_events(evs, tab, quick):
             ones = torch.sparse_csr_tensor(base_a.crow_indices(), base_a.col_indices(), torch.ones_like(w), (m, m))
             ref = (base_a @ Bf) if weights == "hetero" else scale * (ones @ Bf)
             ours = measure(evs, family,
-                           lambda: evs.call("evs_spmm", evs.stream, op, EVENTS, 1.0, ours_a, hb, 0.0, hc),
+                           lambda: evsparse.spmm(ours_a, hb, hc, op=op, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
                            lambda plan: check(f"spmm {what} events {weights} {plan}", Cm, ref), graph=True)
             tab.add(f"spmm {what} events {m}² ×{per_row}/row, B {m}×128 bool 10% active, {weights}", ours,
                     "torch CSR @ float B (cuSPARSE)", timed(lambda: base_a @ Bf),
@@ -427,13 +372,13 @@ def bench_spmv_events(evs, tab, quick):
     C64 = torch.empty(m, 64, device="cuda")
     hb64, hc64 = evs.dense(B64), evs.dense(C64)
     ref = At @ B64.float()
-    ours = measure(evs, "spmm_n", lambda: evs.call("evs_spmm", evs.stream, OP_N, EVENTS, 1.0, a, hb64, 0.0, hc64),
+    ours = measure(evs, "spmm_n", lambda: evsparse.spmm(a, hb64, hc64, op=OP_N, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
                    lambda plan: check(f"spmm N events 64 cols {plan}", C64, ref), graph=True)
     tab.add(f"spmm N events {m}² ×{per_row}/row, B {m}×64 bool 10% active, hetero", ours,
             "torch CSR @ float B (cuSPARSE)", timed(lambda: At @ B64.float()),
             csr_bytes(m, col.numel()) + B64.numel() + 4 * C64.numel())
-    evs.call("evs_csr_destroy", a)
-    evs.call("evs_csr_destroy", homo)
+    a.close()
+    homo.close()
     # event compaction of 500,000 neurons at 0.4 %
     n = 500_000
     spikes = torch.rand(n, device="cuda") < 0.004
@@ -446,7 +391,7 @@ def bench_spmv_events(evs, tab, quick):
         if got.numel() != ref.numel() or not torch.equal(got, ref):
             MISMATCHES.append(f"compact {plan}: indices differ from torch.nonzero")
 
-    ours = measure(evs, "compact", lambda: evs.call("evs_compact_events", evs.stream, hs, hi, hn), check_compact,
+    ours = measure(evs, "compact", lambda: evsparse.compact_events(hs, hi, hn, stream=evs.stream), check_compact,
                    graph=True)
     tab.add(f"event compaction {n:,} neurons, 0.4% active", ours, "torch.nonzero (syncs the host)",
             timed(lambda: spikes.nonzero()), n + 4 * ref.numel() + 4)
@@ -459,7 +404,7 @@ def bench_spmv_events(evs, tab, quick):
     for op in (OP_N, OP_T):
         Wop = W if op == OP_N else W.t()
         ref = Wop @ sf
-        ours = measure(evs, "dense_mm", lambda: evs.call("evs_dense_mv", evs.stream, op, EVENTS, 1.0, hw, hs, 0.0, hc),
+        ours = measure(evs, "dense_mm", lambda: evsparse.dense_mv(hw, hs, hc, op=op, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
                        lambda plan: check(f"dense mv events {'N' if op == OP_N else 'T'} {plan}", c, ref), graph=True)
         tab.add(f"dense event mv {'N' if op == OP_N else 'T'} W {m}² f32, 1% active", ours,
                 "cuBLAS gemv (torch W @ float s)", timed(lambda: Wop @ sf), 4 * m * int(s_.sum()) + m + 4 * m)
@@ -476,13 +421,13 @@ def bench_yw2y(evs, tab, quick):
         hy, ho = evs.dense(y), evs.dense(out)
         src = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row) if op == OP_N else col.long()
         ref = w * y[src]
-        ours = measure(evs, "yw2y", lambda: evs.call("evs_yw2y", evs.stream, op, 1.0, a, hy, 0.0, ho),
+        ours = measure(evs, "yw2y", lambda: evsparse.yw2y(a, hy, ho, op=op, stream=evs.stream),
                        lambda plan: check(f"yw2y {plan}", out, ref))
         base = timed(lambda: w * y[src])
         # N reads weights and y by row (no column indices); T also reads the indices
         nbytes = (8 if op == OP_N else 12) * col.numel() + 4 * n + 4 * (n + 1)
         tab.add(f"yw2y {'N' if op == OP_N else 'T'} {n:,}² ×{per_row}/row", ours, "torch gather-multiply", base, nbytes)
-        evs.call("evs_csr_destroy", a)
+        a.close()
 
 
 def bench_dense(evs, tab, quick):
@@ -511,7 +456,7 @@ def bench_dense(evs, tab, quick):
             Wop = W if op == OP_N else W.t()
             # f32 against a float64 product (the issue's 1e-6), half precision against f32 sums
             ref = Wop.double() @ S.double() if dt == f32 else Wop.float() @ S.float()
-            ours = measure(evs, "dense_mm", lambda: evs.call("evs_dense_mm", evs.stream, op, EVENTS, 1.0, hw, hs, 0.0, hc),
+            ours = measure(evs, "dense_mm", lambda: evsparse.dense_mm(hw, hs, hc, op=op, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
                            lambda plan: check(f"dense mm {'N' if op == OP_N else 'T'} {label} {plan}", Cm.float(), ref, tol=tol))
             nbytes = int(W.numel() * live.float().mean().item()) * W.element_size() + S.numel() + Cm.numel() * Cm.element_size()
             row = f"dense event mm {'N' if op == OP_N else 'T'} W {label}"
@@ -524,7 +469,7 @@ def bench_dense(evs, tab, quick):
                 (lambda: W[live].t() @ Sf[live])
             tab.add(row, ours[:1], "torch gather + matmul", timed(gather), nbytes)
         for h in (hw, hs, hc):
-            evs.call("evs_dense_destroy", h)
+            h.close()
 
 
 def bench_plasticity(evs, tab, quick):
@@ -532,17 +477,18 @@ def bench_plasticity(evs, tab, quick):
         crow, col = random_csr(n, n, per_row)
         w = torch.rand(col.numel(), device="cuda")
         a = evs.csr(n, n, crow, col, w)
-        evs.call("evs_csr_analyse", evs.stream, a)
+        a.analyse(evs.stream)
         spikes = torch.rand(n, device="cuda") < rate
         trace = torch.rand(n, device="cuda") * 1e-3
         hs, ht = evs.dense(spikes), evs.dense(trace)
-        hi, hn, list_tensors = spike_list(evs, hs, n)
+        spikes_list, list_tensors = spike_list(evs, hs, n)
         rows = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row)
         colsl = col.long()
         touched = int(spikes.sum()) * per_row
         for rule, mask_of, tr_of in [("pre", rows, colsl), ("post", colsl, rows)]:
-            fn = "evs_csr_plasticity_" + rule
-            ours = measure(evs, "csr_plasticity", lambda: evs.call(fn, evs.stream, a, hs, ht, 0.0, 1.0), graph=True)
+            update = getattr(evsparse, "csr_plasticity_" + rule)
+            ours = measure(evs, "csr_plasticity", lambda: update(a, hs, ht, w_min=0.0, w_max=1.0, stream=evs.stream),
+                           graph=True)
 
             def masked(mask_of=mask_of, tr_of=tr_of):
                 mask = spikes[mask_of]
@@ -552,11 +498,11 @@ def bench_plasticity(evs, tab, quick):
             extra = touched * 4 if rule == "post" else 0  # post reaches entries through the CSC permutation
             nbytes = n + touched * 16 + extra + 4 * n
             tab.add(f"plasticity {rule} {n:,}² ×{per_row}/row, {rate * 100:g}% active", ours, "torch masked update", base, nbytes)
-            ours = measure(evs, "csr_plasticity", lambda: evs.call(fn + "_spikes", evs.stream, a, hi, hn, ht, 0.0, 1.0),
-                           graph=True)
+            ours = measure(evs, "csr_plasticity",
+                           lambda: update(a, spikes_list, ht, w_min=0.0, w_max=1.0, stream=evs.stream), graph=True)
             tab.add(f"plasticity {rule} spike list {n:,}² ×{per_row}/row, {rate * 100:g}% active", ours,
                     "torch masked update", base, 4 * int(spikes.sum()) + touched * 16 + extra)
-        evs.call("evs_csr_destroy", a)
+        a.close()
     # dense weights, W 10000² f32, 1 % active: pre rewrites the active rows (read and write), post
     # the active columns (each element its own 32-byte sector); torch updates the same slices
     n = 10000
@@ -569,12 +515,13 @@ def bench_plasticity(evs, tab, quick):
     for rule, torch_update, nbytes in [
             ("pre", lambda: W.index_copy_(0, idx, (W[idx] + trace).clamp(0.0, 1.0)), 8 * n * active + 5 * n),
             ("post", lambda: W.index_copy_(1, idx, (W[:, idx] + trace[:, None]).clamp(0.0, 1.0)), 64 * n * active + 5 * n)]:
-        ours = measure(evs, "dense_plasticity",
-                       lambda: evs.call("evs_dense_plasticity_" + rule, evs.stream, hw, hs, ht, 0.0, 1.0), graph=True)
+        update = getattr(evsparse, "dense_plasticity_" + rule)
+        ours = measure(evs, "dense_plasticity", lambda: update(hw, hs, ht, w_min=0.0, w_max=1.0, stream=evs.stream),
+                       graph=True)
         tab.add(f"dense plasticity {rule} W {n}² f32, 1% active", ours, "torch index_copy_ of the updated slices",
                 timed(torch_update), nbytes)
     for h in (hw, hs, ht):
-        evs.call("evs_dense_destroy", h)
+        h.close()
 
 
 def bench_step(evs, tab, quick):
@@ -589,24 +536,25 @@ def bench_step(evs, tab, quick):
             crow, col = random_csr(rows, n, per_row)
             w = torch.rand(col.numel(), device="cuda")
             a = evs.csr(rows, n, crow, col, w)
-            evs.call("evs_csr_analyse", evs.stream, a)
+            a.analyse(evs.stream)
             spikes = torch.rand(rows, device="cuda") < rate
             hs = evs.dense(spikes)
-            hi, hn, list_tensors = spike_list(evs, hs, rows)
+            spikes_list, list_tensors = spike_list(evs, hs, rows)
             colptr, rowind, order = transpose(rows, n, crow, col)
             base_a = torch.sparse_csr_tensor(colptr, rowind, w[order], (n, rows))
-            net[name] = (a, hs, hi, hn, spikes.float(), base_a, (w, crow, col, list_tensors))
+            net[name] = (a, hs, spikes_list, spikes.float(), base_a, (w, crow, col, list_tensors))
         y, trace = torch.empty(n, device="cuda"), torch.rand(n, device="cuda") * 1e-3
         hy, ht, ht_e = evs.dense(y), evs.dense(trace), evs.dense(trace[:n_e])
-        (ae, hse, hie, hne, xe, be, _), (ai, hsi, hii, hni, xi, bi, _) = net["E"], net["I"]
+        (ae, hse, le, xe, be, _), (ai, hsi, li, xi, bi, _) = net["E"], net["I"]
 
         def step():
-            evs.call("evs_compact_events", evs.stream, hse, hie, hne)
-            evs.call("evs_compact_events", evs.stream, hsi, hii, hni)
-            evs.call("evs_spmv_spikes", evs.stream, OP_T, 1.0, ae, hie, hne, 0.0, hy)
-            evs.call("evs_spmv_spikes", evs.stream, OP_T, -4.0, ai, hii, hni, 1.0, hy)
-            evs.call("evs_csr_plasticity_pre_spikes", evs.stream, ae, hie, hne, ht, 0.0, 1.0)
-            evs.call("evs_csr_plasticity_post_spikes", evs.stream, ae, hie, hne, ht_e, 0.0, 1.0)
+            st = evs.stream
+            evsparse.compact_events(hse, *le, stream=st)
+            evsparse.compact_events(hsi, *li, stream=st)
+            evsparse.spmv(ae, le, hy, op=OP_T, stream=st)
+            evsparse.spmv(ai, li, hy, op=OP_T, alpha=-4.0, beta=1.0, stream=st)
+            evsparse.csr_plasticity_pre(ae, le, ht, w_min=0.0, w_max=1.0, stream=st)
+            evsparse.csr_plasticity_post(ae, le, ht_e, w_min=0.0, w_max=1.0, stream=st)
 
         ours = [("compact ×2, spmv T spike lists ×2, plasticity pre + post", timed(step), graphed(evs, step), True)]
         active = int(xe.sum() + xi.sum())
@@ -614,7 +562,7 @@ def bench_step(evs, tab, quick):
         tab.add(f"whole step {n:,} neurons ×{per_row}/row, {rate * 100:g}% spiking (spike lists)", ours,
                 "torch: the two spmv T alone (cuSPARSE)", timed(lambda: (be @ xe, bi @ xi)), nbytes)
         for a in (ae, ai):
-            evs.call("evs_csr_destroy", a)
+            a.close()
 
 
 def bench_bsrmm(evs, tab, quick):
@@ -637,10 +585,9 @@ def bench_bsrmm(evs, tab, quick):
         bsr = A.to_sparse_bsr((bs, bs))
         crow, col = bsr.crow_indices().int(), bsr.col_indices().int()
         values = bsr.values().contiguous()
-        a = evs.out("evs_bsr_wrap", evs.ctx, mb, kb, bs, bs, col.numel(), crow.data_ptr(), col.data_ptr(),
-                    BF16 if dtype == torch.bfloat16 else F16, values.data_ptr())
+        a = evsparse.BSR(values, col, crow, shape=(m, k), ctx=evs.ctx, validate=False)
         ref = (A @ B).float()
-        ours = measure(evs, "bsrmm", lambda: evs.call("evs_bsrmm", evs.stream, 1.0, a, hb, 0.0, hc),
+        ours = measure(evs, "bsrmm", lambda: evsparse.bsrmm(a, hb, hc, stream=evs.stream),
                        lambda plan: check(f"bsrmm {plan}", Cm.float(), ref, tol=2e-2))
         del ref
         flops = 2 * col.numel() * bs * bs * n
@@ -653,8 +600,8 @@ def bench_bsrmm(evs, tab, quick):
             tab.add(label, ours[:1], "torch bsr_dense_mm (triton)", timed(lambda: bsr_dense_mm(bsr, B)), nbytes=nbytes,
                     flops=flops)
         for h in (hb, hc):
-            evs.call("evs_dense_destroy", h)
-        evs.call("evs_bsr_destroy", a)
+            h.close()
+        a.close()
         del A, B, Cm, bsr, values
 
 
@@ -670,22 +617,27 @@ def check(what, got, ref, tol=1e-3):
 
 
 def host_overhead(evs):
-    """µs per evs_spmv call on a 64-row matrix, over 10,000 calls from Python (ctypes included)."""
+    """µs per spmv call on a 64-row matrix, mean of 10,000 calls from Python without a sync:
+    through the binding (evsparse.spmv on wrapped handles), and through the bare ctypes function
+    it ends in."""
     import time
     crow, col = random_csr(64, 64, 4)
     a = evs.csr(64, 64, crow, col, None, 1.0)
-    x, y = torch.rand(64, device="cuda"), torch.empty(64, device="cuda")
-    hx, hy = evs.dense(x), evs.dense(y)
-    args = (evs.stream, OP_N, FLOAT, 1.0, a, hx, 0.0, hy)
-    for _ in range(100):
-        evs.lib.evs_spmv(*args)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(10_000):
-        evs.lib.evs_spmv(*args)
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / 10_000 * 1e6
+    hx, hy = evs.dense(torch.rand(64, device="cuda")), evs.dense(torch.empty(64, device="cuda"))
+    bare = evsparse._lib.get().evs_spmv
+    calls = {"binding": lambda: evsparse.spmv(a, hx, hy, stream=evs.stream),
+             "ctypes": lambda: bare(evs.stream, 0, 0, 1.0, a, hx, 0.0, hy)}
+    per_call = {}
+    for name, fn in calls.items():
+        for _ in range(100):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(10_000):
+            fn()
+        per_call[name] = (time.perf_counter() - t0) / 10_000 * 1e6
+        torch.cuda.synchronize()
+    return per_call
 
 
 def main():
@@ -701,7 +653,7 @@ def main():
     torch.manual_seed(0)
     stream = torch.cuda.Stream()
     torch.cuda.set_stream(stream)
-    evs = Evs(os.environ.get("EVS_LIBRARY", "target/release/libevsparse.so"), stream)
+    evs = Evs(stream)
     bandwidth, tflops = ceilings()
     device = torch.cuda.get_device_name()
     print(f"{device}: device-to-device copy {bandwidth:.0f} GB/s, bf16 cuBLAS {tflops:.0f} TFLOP/s", flush=True)
@@ -724,8 +676,9 @@ def main():
             f"Ceilings measured in the same run: device-to-device copy {bandwidth:.0f} GB/s (read + write), "
             f"bf16 cuBLAS 8192³ {tflops:.0f} TFLOP/s. Median of {REPS} CUDA-event timings after {WARMUP} warm-ups.\n\n"
             + tab.markdown() +
-            f"\n\nHost overhead: {overhead:.2f} µs per `evs_spmv` call (64-row matrix, mean of 10,000 calls from "
-            f"Python ctypes, no synchronisation between calls).\n"
+            f"\n\nHost overhead: {overhead['binding']:.2f} µs per `evsparse.spmv` call from Python on wrapped "
+            f"handles, {overhead['ctypes']:.2f} µs of it in the bare ctypes call of `evs_spmv` (64-row matrix, mean "
+            f"of 10,000 calls, no synchronisation between calls).\n"
             + "".join(f"\n**Result mismatch:** {m}\n" for m in MISMATCHES)
             + "".join(f"\n**Section failed:** {f}\n" for f in failures))
     print(text)

@@ -1,4 +1,5 @@
-"""CPU benchmark: evsparse's CPU backend (through ctypes, on numpy arrays wrapped zero-copy)
+"""CPU benchmark: evsparse's CPU backend (through its Python binding, python/evsparse, on numpy
+arrays wrapped zero-copy)
 beside scipy.sparse and torch's CPU products, in the same run, with one thread and with every
 core (EVS_NUM_THREADS is read when a context is created; torch.set_num_threads for torch; scipy's
 sparse products are single-threaded).
@@ -13,10 +14,10 @@ simulator steps come from bench/cpu_step.c (ctypes adds microseconds to every ca
 """
 
 import argparse
-import ctypes as C
 import os
 import platform
 import statistics
+import sys
 import time
 
 # torch's OpenMP threads otherwise spin after each of its calls, taking the cores from the next
@@ -27,67 +28,36 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import evsparse  # noqa: E402 (the binding in this tree, not an installed one)
+
 WARMUP, REPS = 2, 21
-F32, BOOL, I32 = 3, 5, 6
-OP_N, OP_T = 0, 1
-FLOAT, EVENTS = 0, 1
-P, D, i32, i64 = C.c_void_p, C.c_double, C.c_int32, C.c_int64
-PP = C.POINTER(C.c_void_p)
+OP_N, OP_T = "N", "T"
+FLOAT, EVENTS = False, True
 
 
 class Evs:
-    """A CPU context with a thread count, and the entry points the bench needs."""
+    """A CPU context with a thread count (EVS_NUM_THREADS is read when a context is made) and
+    a stream of it."""
 
-    SIGNATURES = {
-        "evs_last_error": ([], C.c_char_p),
-        "evs_last_plan": ([], C.c_char_p),
-        "evs_context_create": ([i32, i32, PP], i32),
-        "evs_context_set_algorithm": ([P, C.c_char_p], i32),
-        "evs_stream_create": ([P, PP], i32),
-        "evs_dense_wrap_matrix": ([P, i32, i64, i64, i64, P, PP], i32),
-        "evs_csr_wrap": ([P, i64, i64, i64, i32, P, P, i32, P, D, PP], i32),
-        "evs_csr_analyse": ([P, P], i32),
-        "evs_spmm": ([P, i32, i32, D, P, P, D, P], i32),
-        "evs_dense_mm": ([P, i32, i32, D, P, P, D, P], i32),
-        "evs_bsr_wrap": ([P, i64, i64, i64, i64, i64, P, P, i32, P, PP], i32),
-        "evs_bsrmm": ([P, D, P, P, D, P], i32),
-    }
-
-    def __init__(self, path, threads):
-        self.lib = C.CDLL(path)
-        for name, (args, res) in self.SIGNATURES.items():
-            fn = getattr(self.lib, name)
-            fn.argtypes, fn.restype = args, res
+    def __init__(self, threads):
         os.environ["EVS_NUM_THREADS"] = str(threads)
-        self.ctx = self.out("evs_context_create", 1, 0)
-        self.stream = self.out("evs_stream_create", self.ctx)
-
-    def call(self, name, *args):
-        status = getattr(self.lib, name)(*args)
-        if status != 0:
-            raise RuntimeError(f"{name}: status {status}: {self.lib.evs_last_error().decode()}")
-
-    def out(self, name, *args):
-        h = C.c_void_p()
-        self.call(name, *args, C.byref(h))
-        return h
+        self.ctx = evsparse.Context("cpu")
+        self.stream = self.ctx.stream()
 
     def dense(self, a):
-        dtype = {np.float32: F32, np.uint8: BOOL}[a.dtype.type]
-        return self.out("evs_dense_wrap_matrix", self.ctx, dtype, a.shape[0], a.shape[1], a.strides[0] // a.itemsize,
-                        a.ctypes.data)
+        return self.ctx.wrap(a, self.stream)
 
     def csr(self, a):
-        h = self.out("evs_csr_wrap", self.ctx, a.shape[0], a.shape[1], a.nnz, I32, a.indptr.ctypes.data,
-                     a.indices.ctypes.data, F32, a.data.ctypes.data, 0.0)
-        self.call("evs_csr_analyse", self.stream, h)
+        h = evsparse.CSR(a.indptr, a.indices, a.data, shape=a.shape, ctx=self.ctx, validate=False)
+        h.analyse(self.stream)
         return h
 
     def force(self, spec):
-        self.call("evs_context_set_algorithm", self.ctx, spec.encode())
+        self.ctx.set_algorithm(spec)
 
     def plan(self):
-        return self.lib.evs_last_plan().decode()
+        return evsparse.last_plan()
 
 
 def variants(evs, family, run, out, want):
@@ -150,7 +120,7 @@ def dense_event_rows(evs, threads, gbs, rng):
     hw, hs, hc = evs.dense(w), evs.dense(s), evs.dense(c)
     tw, ts = torch.from_numpy(w), torch.from_numpy(sf)
     for op, name in ((OP_N, "N"), (OP_T, "T")):
-        run = lambda: evs.call("evs_dense_mm", evs.stream, op, EVENTS, 1.0, hw, hs, 0.0, hc)
+        run = lambda: evsparse.dense_mm(hw, hs, hc, op=op, events=EVENTS, stream=evs.stream)
         want = w @ sf if op == OP_N else w.T @ sf
         for plan, ours in variants(evs, "dense_mm", run, c, want):
             base = timed(lambda: tw @ ts if op == OP_N else tw.T @ ts)
@@ -163,7 +133,7 @@ def dense_event_rows(evs, threads, gbs, rng):
     x = rng.random((k, n), dtype=np.float32)
     hx, tx = evs.dense(x), torch.from_numpy(x)
     want = w @ x
-    run = lambda: evs.call("evs_dense_mm", evs.stream, OP_N, FLOAT, 1.0, hw, hx, 0.0, hc)
+    run = lambda: evsparse.dense_mm(hw, hx, hc, op=OP_N, events=FLOAT, stream=evs.stream)
     for plan, ours in variants(evs, "dense_mm", run, c, want):
         base = timed(lambda: tw @ tx)
         rows.append(("dense mm N W 2000² f32, S 2000×100 f32", threads, plan, ours, "torch W @ S (BLAS)", base,
@@ -186,13 +156,12 @@ def bsrmm_rows(evs, threads, gbs, rng):
         dense_a[i * block:(i + 1) * block, j * block:(j + 1) * block] = values[q]
     b = rng.random((size, size), dtype=np.float32)
     c = np.empty((size, size), dtype=np.float32)
-    ha = evs.out("evs_bsr_wrap", evs.ctx, nb, nb, block, block, len(indices), indptr.ctypes.data, indices.ctypes.data,
-                 F32, values.ctypes.data)
+    ha = evsparse.BSR(values, indices, indptr, shape=(size, size), ctx=evs.ctx, validate=False)
     hb, hc = evs.dense(b), evs.dense(c)
     ta, tb = torch.from_numpy(dense_a), torch.from_numpy(b)
     want = dense_a @ b
     rows = []
-    run = lambda: evs.call("evs_bsrmm", evs.stream, 1.0, ha, hb, 0.0, hc)
+    run = lambda: evsparse.bsrmm(ha, hb, hc, stream=evs.stream)
     for plan, ours in variants(evs, "bsrmm", run, c, want):
         base = timed(lambda: ta @ tb)
         flops = 2 * len(indices) * block * block * size
@@ -207,7 +176,6 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    path = os.environ.get("EVS_LIBRARY", "target/release/libevsparse.so")
     cores = os.cpu_count()
     rng = np.random.default_rng(1)
     print(f"CPU: {platform.processor() or platform.machine()}, {cores} cores; numpy {np.__version__}, "
@@ -215,7 +183,7 @@ def main():
     rows = []
     per_rows = [200] if args.quick else [200, 1000]
     for threads in sorted({1, cores}):
-        evs = Evs(path, threads)
+        evs = Evs(threads)
         torch.set_num_threads(threads)
         gbs = bandwidth(threads)
         for per_row in per_rows:
@@ -233,7 +201,7 @@ def main():
             tb = torch.from_numpy(b)
             nbytes = a.nnz * 8 + b.nbytes + c.nbytes
             for op, name in ((OP_N, "N"), (OP_T, "T")):
-                run = lambda: evs.call("evs_spmm", evs.stream, op, FLOAT, 1.0, ha, hb, 0.0, hc)
+                run = lambda: evsparse.spmm(ha, hb, hc, op=op, events=FLOAT, stream=evs.stream)
                 want = a @ b if op == OP_N else a.T @ b
                 for plan, ours in variants(evs, f"spmm_{name.lower()}", run, c, want):
                     if threads == 1:

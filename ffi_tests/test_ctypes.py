@@ -11,7 +11,12 @@ import random
 import struct
 import sys
 
-LIB = C.CDLL(os.environ.get("EVS_LIBRARY", "target/release/libevsparse.so"))
+# The binding's loader and prototype table (python/evsparse/_lib.py, checked against the header
+# by its own tests): this suite drives the bare C functions through it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from evsparse import _lib  # noqa: E402
+
+LIB = _lib.load(os.environ.get("EVS_LIBRARY", "target/release/libevsparse.so"))
 
 # Values from include/evsparse.h (the header is the contract; test_header_constants checks them).
 SUCCESS, NULL_POINTER, INVALID_ENUM, INVALID_HANDLE, CONTEXT_MISMATCH = 0, 1, 2, 3, 4
@@ -22,64 +27,7 @@ OP_N, OP_T = 0, 1
 FLOAT, EVENTS = 0, 1
 DEVICE_DEFAULT, DEVICE_CPU, DEVICE_CUDA = 0, 1, 2
 
-P, I32P, I64P, D, VP = C.c_void_p, C.POINTER(C.c_int32), C.POINTER(C.c_int64), C.c_double, C.c_void_p
-PP = C.POINTER(C.c_void_p)
-i32, i64 = C.c_int32, C.c_int64
-
-SIGNATURES = {
-    "evs_status_string": ([i32], C.c_char_p),
-    "evs_last_error": ([], C.c_char_p),
-    "evs_version": ([], C.c_char_p),
-    "evs_context_create": ([i32, i32, PP], i32),
-    "evs_context_destroy": ([P], i32),
-    "evs_context_device": ([P, I32P, I32P], i32),
-    "evs_context_set_algorithm": ([P, C.c_char_p], i32),
-    "evs_last_plan": ([], C.c_char_p),
-    "evs_stream_create": ([P, PP], i32),
-    "evs_stream_wrap": ([P, VP, PP], i32),
-    "evs_stream_synchronize": ([P], i32),
-    "evs_stream_destroy": ([P], i32),
-    "evs_dense_create_vector": ([P, i32, i64, PP], i32),
-    "evs_dense_create_matrix": ([P, i32, i64, i64, PP], i32),
-    "evs_dense_wrap_vector": ([P, i32, i64, VP, PP], i32),
-    "evs_dense_wrap_matrix": ([P, i32, i64, i64, i64, VP, PP], i32),
-    "evs_dense_destroy": ([P], i32),
-    "evs_dense_copy_from_host": ([P, P, VP, i64], i32),
-    "evs_dense_copy_to_host": ([P, P, VP, i64], i32),
-    "evs_dense_fill": ([P, P, D], i32),
-    "evs_dense_shape": ([P, I32P, I64P, I64P, I64P], i32),
-    "evs_dense_dtype": ([P, I32P], i32),
-    "evs_dense_data": ([P, PP], i32),
-    "evs_csr_create": ([P, i64, i64, i64, i32, VP, I32P, i32, VP, D, PP], i32),
-    "evs_csr_wrap": ([P, i64, i64, i64, i32, VP, I32P, i32, VP, D, PP], i32),
-    "evs_csr_destroy": ([P], i32),
-    "evs_csr_validate": ([P, P], i32),
-    "evs_csr_analyse": ([P, P], i32),
-    "evs_csr_shape": ([P, I64P, I64P, I64P], i32),
-    "evs_csr_types": ([P, I32P, I32P, I32P], i32),
-    "evs_csr_weights": ([P, PP], i32),
-    "evs_bsr_create": ([P, i64, i64, i64, i64, i64, I32P, I32P, i32, VP, PP], i32),
-    "evs_bsr_wrap": ([P, i64, i64, i64, i64, i64, I32P, I32P, i32, VP, PP], i32),
-    "evs_bsr_destroy": ([P], i32),
-    "evs_bsr_validate": ([P, P], i32),
-    "evs_bsr_shape": ([P, I64P, I64P, I64P, I64P, I64P, I32P], i32),
-    "evs_spmv": ([P, i32, i32, D, P, P, D, P], i32),
-    "evs_spmm": ([P, i32, i32, D, P, P, D, P], i32),
-    "evs_yw2y": ([P, i32, D, P, P, D, P], i32),
-    "evs_yw2y_weighted": ([P, i32, D, P, P, P, D, P], i32),
-    "evs_dense_mv": ([P, i32, i32, D, P, P, D, P], i32),
-    "evs_dense_mm": ([P, i32, i32, D, P, P, D, P], i32),
-    "evs_csr_plasticity_pre": ([P, P, P, P, D, D], i32),
-    "evs_csr_plasticity_post": ([P, P, P, P, D, D], i32),
-    "evs_dense_plasticity_pre": ([P, P, P, P, D, D], i32),
-    "evs_dense_plasticity_post": ([P, P, P, P, D, D], i32),
-    "evs_bsrmm": ([P, D, P, P, D, P], i32),
-    "evs_compact_events": ([P, P, P, P], i32),
-    "evs_csr_to_csc": ([P, P, P, P, P], i32),
-}
-for name, (args, res) in SIGNATURES.items():
-    fn = getattr(LIB, name)
-    fn.argtypes, fn.restype = args, res
+I32P = C.POINTER(C.c_int32)
 
 passed = failed = 0
 
