@@ -43,7 +43,7 @@ endif
 
 .PHONY: all build header demo test cargo-test ffi-tests check-header check-symbols kernel-report \
         test-c test-cpp test-python test-binding test-valgrind test-install test-fuzz fuzz install uninstall bench-cpu \
-        gpu-bundle gpu-check plot check-plot package test-package clean
+        gpu-bundle gpu-check plot check-plot package test-package docs check-docs clean
 
 all: build
 
@@ -140,7 +140,7 @@ test: cargo-test ffi-tests
 cargo-test: $(NVCC_STAMP)
 	cargo test --release
 
-ffi-tests: build kernel-report check-header check-symbols test-c test-cpp test-python test-binding test-valgrind test-install \
+ffi-tests: build kernel-report check-header check-docs check-symbols test-c test-cpp test-python test-binding test-valgrind test-install \
            test-fuzz \
            check-plot
 
@@ -157,6 +157,23 @@ check-header:
 	$(CC) -std=c11 $(WARN) -fsyntax-only -x c include/evsparse.h
 	$(CXX) -std=c++17 $(WARN) -fsyntax-only -x c++ include/evsparse.h
 	@echo "header compiles as C11 and C++17 with $(WARN)"
+
+# Every function of the header documented for the API reference (docs/check_reference.py).
+check-docs:
+	$(PYTHON) docs/check_reference.py
+
+# `make docs`: the API reference, rendered by doxygen from the header's comments (one page per
+# handle type and per operation, docs/groups.dox; the README as the main page) into
+# .build/docs/html; any doxygen warning fails it. doxygen is Debian's package: found on PATH, or
+# installed with apt-get when running as root (as in CI).
+DOCS_OUT := $(BUILD)/docs
+docs: check-docs
+	@command -v doxygen >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq doxygen >/dev/null; } || \
+	    { echo "make docs needs doxygen: apt-get install doxygen"; exit 1; }
+	rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)
+	EVS_VERSION=$(VERSION) EVS_DOCS_OUT=$(DOCS_OUT) doxygen docs/Doxyfile
+	@echo "API reference: $(DOCS_OUT)/html/index.html ($$(ls $(DOCS_OUT)/html/group__*.html | wc -l) pages of handles and operations)"
 
 check-symbols:
 	@bad=$$(nm -D --defined-only $(TARGET)/libevsparse.so | awk '{print $$3}' | grep -v '^evs_' || true); \

@@ -117,6 +117,17 @@ unsafe fn destroy<H: Handle>(p: *mut H) -> evs_status {
 /// driver, a GPU or kernels in this build it fails with `EVS_ERROR_DEVICE_UNAVAILABLE` saying
 /// which. The CPU backend uses `EVS_NUM_THREADS` threads if that variable is set, else one per
 /// core.
+///
+/// @param kind    `EVS_DEVICE_DEFAULT`, `EVS_DEVICE_CPU` or `EVS_DEVICE_CUDA`
+/// @param ordinal the CUDA device ordinal (>= 0; ignored for the CPU)
+/// @param out     receives the new context handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_ENUM unknown `kind`
+/// @retval EVS_ERROR_DEVICE_UNAVAILABLE no driver, no such GPU, or no kernels in this build (the message says which)
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup context
 #[no_mangle]
 pub unsafe extern "C" fn evs_context_create(
     kind: evs_device_kind,
@@ -133,6 +144,11 @@ pub unsafe extern "C" fn evs_context_create(
 }
 
 /// Destroys a context. Handles made from it stay valid until they are destroyed. NULL is a no-op.
+///
+/// @param ctx the context, or NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup context
 #[no_mangle]
 pub unsafe extern "C" fn evs_context_destroy(ctx: *mut evs_context) -> evs_status {
     destroy(ctx)
@@ -140,6 +156,14 @@ pub unsafe extern "C" fn evs_context_destroy(ctx: *mut evs_context) -> evs_statu
 
 /// The device of a context: its kind (`EVS_DEVICE_CPU` or `EVS_DEVICE_CUDA`, never DEFAULT)
 /// and ordinal (0 for the CPU). Either output may be NULL.
+///
+/// @param ctx     the context
+/// @param kind    receives `EVS_DEVICE_CPU` or `EVS_DEVICE_CUDA`; may be NULL
+/// @param ordinal receives the device ordinal (0 for the CPU); may be NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup context
 #[no_mangle]
 pub unsafe extern "C" fn evs_context_device(
     ctx: *const evs_context,
@@ -178,6 +202,14 @@ pub unsafe extern "C" fn evs_context_device(
 /// - `dense_plasticity`: GPU `row_stride`; CPU `reference`
 /// - `bsrmm`: GPU `wgmma` (Hopper, sm_90: f16/bf16, 16-byte aligned operands), `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`; CPU `block_gemm` (f32), `reference`
 /// - `compact`: GPU `block_slices`; CPU `reference`
+///
+/// @param ctx  the context
+/// @param spec NUL-terminated list of `family:algorithm` items
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_VALUE an unknown family or algorithm, or a malformed item (nothing changes)
+/// @ingroup context
 #[no_mangle]
 pub unsafe extern "C" fn evs_context_set_algorithm(ctx: *mut evs_context, spec: *const c_char) -> evs_status {
     guard(|| {
@@ -190,6 +222,15 @@ pub unsafe extern "C" fn evs_context_set_algorithm(ctx: *mut evs_context, spec: 
 
 /// Creates a stream owned by evsparse (a blocking CUDA stream on CUDA contexts). On a CPU
 /// context work runs synchronously.
+///
+/// @param ctx the context
+/// @param out receives the new stream handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup stream
 #[no_mangle]
 pub unsafe extern "C" fn evs_stream_create(ctx: *mut evs_context, out: *mut *mut evs_stream) -> evs_status {
     guard(|| {
@@ -203,6 +244,17 @@ pub unsafe extern "C" fn evs_stream_create(ctx: *mut evs_context, out: *mut *mut
 /// legacy default stream. It must belong to the device's primary context (the CUDA runtime's,
 /// torch's and cupy's), else `EVS_ERROR_CONTEXT_MISMATCH`. Only CUDA contexts have native
 /// streams: on a CPU context this returns `EVS_ERROR_NOT_SUPPORTED`.
+///
+/// @param ctx    a CUDA context
+/// @param native the caller's `CUstream`/`cudaStream_t`; NULL is the legacy default stream
+/// @param out    receives the new stream handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_CONTEXT_MISMATCH the stream belongs to another CUDA context than the device's primary one
+/// @retval EVS_ERROR_NOT_SUPPORTED a CPU context
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup stream
 #[no_mangle]
 pub unsafe extern "C" fn evs_stream_wrap(
     ctx: *mut evs_context,
@@ -217,18 +269,44 @@ pub unsafe extern "C" fn evs_stream_wrap(
 }
 
 /// Blocks the calling thread until all work queued on the stream has finished.
+///
+/// @param stream the stream
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup stream
 #[no_mangle]
 pub unsafe extern "C" fn evs_stream_synchronize(stream: *mut evs_stream) -> evs_status {
     guard(|| get("stream", stream)?.synchronize())
 }
 
 /// Destroys a stream (a wrapped native stream is left alone). NULL is a no-op.
+///
+/// @param stream the stream, or NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup stream
 #[no_mangle]
 pub unsafe extern "C" fn evs_stream_destroy(stream: *mut evs_stream) -> evs_status {
     destroy(stream)
 }
 
 /// Creates an owned, zero-filled 1-D array of `n` elements.
+///
+/// @param ctx   the context
+/// @param dtype element type (`EVS_DTYPE_*`)
+/// @param n     elements (>= 0)
+/// @param out   receives the new dense handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `dtype`
+/// @retval EVS_ERROR_INVALID_VALUE a negative or overflowing size
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_create_vector(
     ctx: *mut evs_context,
@@ -245,6 +323,20 @@ pub unsafe extern "C" fn evs_dense_create_vector(
 }
 
 /// Creates an owned, zero-filled row-major `rows x cols` array (leading dimension = cols).
+///
+/// @param ctx   the context
+/// @param dtype element type (`EVS_DTYPE_*`)
+/// @param rows  rows (>= 0)
+/// @param cols  columns (>= 0)
+/// @param out   receives the new dense handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `dtype`
+/// @retval EVS_ERROR_INVALID_VALUE a negative or overflowing size
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_create_matrix(
     ctx: *mut evs_context,
@@ -265,6 +357,18 @@ pub unsafe extern "C" fn evs_dense_create_matrix(
 /// contexts, host memory on CPU ones). `data` must be aligned to the element size and stay
 /// valid while the handle is used. On CUDA the driver must know the pointer as memory of the
 /// context's GPU, and the array must fit in its allocation (`EVS_ERROR_INVALID_VALUE`).
+///
+/// @param ctx   the context
+/// @param dtype element type (`EVS_DTYPE_*`)
+/// @param n     elements (>= 0)
+/// @param data  the caller's memory (a device pointer on CUDA contexts), aligned to the element size
+/// @param out   receives the new dense handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `dtype`
+/// @retval EVS_ERROR_INVALID_VALUE a negative size, a misaligned pointer, or (CUDA) memory the driver does not know as the context's GPU's or too small for the array
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_wrap_vector(
     ctx: *mut evs_context,
@@ -284,6 +388,20 @@ pub unsafe extern "C" fn evs_dense_wrap_vector(
 
 /// Wraps a row-major `rows x cols` array with leading dimension `ld` (>= max(cols, 1), in elements)
 /// that the caller owns (zero-copy).
+///
+/// @param ctx   the context
+/// @param dtype element type (`EVS_DTYPE_*`)
+/// @param rows  rows (>= 0)
+/// @param cols  columns (>= 0)
+/// @param ld    leading dimension in elements (>= max(cols, 1))
+/// @param data  the caller's memory (a device pointer on CUDA contexts), aligned to the element size
+/// @param out   receives the new dense handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `dtype`
+/// @retval EVS_ERROR_INVALID_VALUE a negative size, ld < cols, a misaligned pointer, or (CUDA) memory the driver does not know as the context's GPU's or too small for the array
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_wrap_matrix(
     ctx: *mut evs_context,
@@ -306,6 +424,11 @@ pub unsafe extern "C" fn evs_dense_wrap_matrix(
 /// Destroys a dense handle (borrowed memory is left alone). NULL is a no-op. Owned device
 /// memory is freed in order on the legacy default stream, after work queued on blocking
 /// streams; synchronize a non-blocking stream of yours that still uses it first.
+///
+/// @param dense the array, or NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_destroy(dense: *mut evs_dense) -> evs_status {
     destroy(dense)
@@ -313,6 +436,18 @@ pub unsafe extern "C" fn evs_dense_destroy(dense: *mut evs_dense) -> evs_status 
 
 /// Copies `count` packed row-major elements (count must equal rows x cols) from host memory,
 /// in stream order. The host buffer must stay valid until the stream is synchronized.
+///
+/// @param stream stream the work is queued on; its context is the operation's
+/// @param dst    the array written
+/// @param src    `count` packed row-major host elements of dst's dtype
+/// @param count  elements: rows x cols of dst
+/// @retval EVS_SUCCESS the work is queued on the stream (done, on a CPU context)
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_CONTEXT_MISMATCH the handles belong to different contexts
+/// @retval EVS_ERROR_SHAPE_MISMATCH count is not rows x cols
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_copy_from_host(
     stream: *mut evs_stream,
@@ -330,6 +465,18 @@ pub unsafe extern "C" fn evs_dense_copy_from_host(
 
 /// Copies the elements, packed row-major, to host memory (`count` = rows x cols), in stream
 /// order: the data is there once the stream is synchronized.
+///
+/// @param stream stream the work is queued on; its context is the operation's
+/// @param src    the array read
+/// @param dst    host buffer for `count` packed row-major elements
+/// @param count  elements: rows x cols of src
+/// @retval EVS_SUCCESS the work is queued on the stream (done, on a CPU context)
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_CONTEXT_MISMATCH the handles belong to different contexts
+/// @retval EVS_ERROR_SHAPE_MISMATCH count is not rows x cols
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_copy_to_host(
     stream: *mut evs_stream,
@@ -350,6 +497,17 @@ fn host_count(count: i64) -> Result<usize> {
 }
 
 /// Sets every element to `value` (converted to the dtype; bool stores value != 0).
+///
+/// @param stream stream the work is queued on; its context is the operation's
+/// @param dense  the array
+/// @param value  the value, converted to the dtype
+/// @retval EVS_SUCCESS the work is queued on the stream (done, on a CPU context)
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_CONTEXT_MISMATCH the handles belong to different contexts
+/// @retval EVS_ERROR_INVALID_VALUE NaN for an integer or bool array
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_fill(stream: *mut evs_stream, dense: *mut evs_dense, value: f64) -> evs_status {
     guard(|| {
@@ -361,6 +519,16 @@ pub unsafe extern "C" fn evs_dense_fill(stream: *mut evs_stream, dense: *mut evs
 
 /// Shape of a dense array: ndim (1 or 2), rows (the length of a 1-D array), cols (1 for 1-D)
 /// and leading dimension in elements. Any output may be NULL.
+///
+/// @param dense the array
+/// @param ndim  receives 1 or 2; may be NULL
+/// @param rows  receives the rows (the length of a vector); may be NULL
+/// @param cols  receives the columns (1 for a vector); may be NULL
+/// @param ld    receives the leading dimension; may be NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_shape(
     dense: *const evs_dense,
@@ -386,6 +554,13 @@ unsafe fn write_optional<T>(out: *mut T, value: T) {
 }
 
 /// The element type of a dense array.
+///
+/// @param dense the array
+/// @param out   receives the element type
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_dtype(dense: *const evs_dense, out: *mut evs_dtype) -> evs_status {
     guard(|| {
@@ -395,6 +570,13 @@ pub unsafe extern "C" fn evs_dense_dtype(dense: *const evs_dense, out: *mut evs_
 }
 
 /// The address of the first element (a device pointer on CUDA contexts).
+///
+/// @param dense the array
+/// @param out   receives the address of the first element
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup dense
 #[no_mangle]
 pub unsafe extern "C" fn evs_dense_data(dense: *const evs_dense, out: *mut *mut c_void) -> evs_status {
     guard(|| {
@@ -408,6 +590,28 @@ pub unsafe extern "C" fn evs_dense_data(dense: *const evs_dense, out: *mut *mut 
 /// `indptr`, m + 1 values); `indices` holds nnz int32 column indices (unsorted and duplicate
 /// indices are allowed; duplicates add up). `weights` is NULL for a homogeneous matrix whose
 /// entries all weigh `homo_weight`, else nnz values of `dtype`.
+///
+/// @param ctx         context whose device holds the matrix
+/// @param m           rows (>= 0)
+/// @param k           columns (>= 0)
+/// @param nnz         stored entries (>= 0; the int32 indices limit it to what indptr's type can hold)
+/// @param index_type  type of `indptr`: `EVS_DTYPE_I32` or `EVS_DTYPE_I64`
+/// @param indptr      m + 1 row offsets (host)
+/// @param indices     nnz column indices (host)
+/// @param dtype       weight type: `EVS_DTYPE_F16`, `BF16`, `F32` or `F64`
+/// @param weights     nnz weights (host), or NULL for a homogeneous matrix
+/// @param homo_weight the weight of every entry of a homogeneous matrix (ignored otherwise)
+/// @param out         receives the new CSR handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `index_type` or `dtype`
+/// @retval EVS_ERROR_DTYPE_MISMATCH `dtype` is not a float type or `index_type` not an integer type
+/// @retval EVS_ERROR_INVALID_VALUE a negative or overflowing size
+/// @retval EVS_ERROR_INVALID_STRUCTURE indptr not from 0, decreasing or not ending at nnz, or an index out of range (the message names the entry)
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_create(
     ctx: *mut evs_context,
@@ -439,6 +643,25 @@ pub unsafe extern "C" fn evs_csr_create(
 /// Wraps CSR arrays the caller owns (zero-copy; device memory on CUDA contexts). Arguments
 /// as for `evs_csr_create`. The structure is trusted: call `evs_csr_validate` to check it.
 /// The structure must not change while the handle lives; hetero weights may.
+///
+/// @param ctx         context whose device holds the matrix
+/// @param m           rows (>= 0)
+/// @param k           columns (>= 0)
+/// @param nnz         stored entries (>= 0; the int32 indices limit it to what indptr's type can hold)
+/// @param index_type  type of `indptr`: `EVS_DTYPE_I32` or `EVS_DTYPE_I64`
+/// @param indptr      m + 1 row offsets (the context's device)
+/// @param indices     nnz column indices (the context's device)
+/// @param dtype       weight type: `EVS_DTYPE_F16`, `BF16`, `F32` or `F64`
+/// @param weights     nnz weights (the context's device), or NULL for a homogeneous matrix
+/// @param homo_weight the weight of every entry of a homogeneous matrix (ignored otherwise)
+/// @param out         receives the new CSR handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `index_type` or `dtype`
+/// @retval EVS_ERROR_DTYPE_MISMATCH `dtype` is not a float type or `index_type` not an integer type
+/// @retval EVS_ERROR_INVALID_VALUE a negative or overflowing size, or (CUDA) memory the driver does not know as the context's GPU's
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_wrap(
     ctx: *mut evs_context,
@@ -472,6 +695,11 @@ fn csr_shape(m: i64, k: i64, nnz: i64, index_type: evs_dtype, dtype: evs_dtype) 
 }
 
 /// Destroys a CSR handle and its cached analysis (borrowed arrays are left alone). NULL is a no-op.
+///
+/// @param csr the matrix, or NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_destroy(csr: *mut evs_csr) -> evs_status {
     destroy(csr)
@@ -480,6 +708,17 @@ pub unsafe extern "C" fn evs_csr_destroy(csr: *mut evs_csr) -> evs_status {
 /// Checks the structure of a (wrapped) CSR matrix: indptr[0] = 0, non-decreasing,
 /// indptr[m] = nnz, every index in [0, k). Fails with `EVS_ERROR_INVALID_STRUCTURE`. On CUDA it
 /// copies the structure to the host and waits for the stream.
+///
+/// @param stream stream the work is queued on; its context is the operation's
+/// @param csr    the matrix
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_CONTEXT_MISMATCH the handles belong to different contexts
+/// @retval EVS_ERROR_INVALID_STRUCTURE the structure is invalid (the message names the first bad entry)
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_validate(stream: *mut evs_stream, csr: *const evs_csr) -> evs_status {
     guard(|| {
@@ -492,12 +731,31 @@ pub unsafe extern "C" fn evs_csr_validate(stream: *mut evs_stream, csr: *const e
 /// Builds and caches the derived structures (the CSC mirror and its permutation, on the
 /// context's device) now, so that later operations allocate nothing and never synchronize the
 /// host (a timestep loop can then be captured in a CUDA graph). Waits for the stream.
+///
+/// @param stream stream the work is queued on; its context is the operation's
+/// @param csr    the matrix
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_CONTEXT_MISMATCH the handles belong to different contexts
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_analyse(stream: *mut evs_stream, csr: *mut evs_csr) -> evs_status {
     guard(|| crate::core::ops::analyse(get("stream", stream)?, get("csr", csr)?))
 }
 
 /// Shape of a CSR matrix. Any output may be NULL.
+///
+/// @param csr the matrix
+/// @param m   receives the rows; may be NULL
+/// @param k   receives the columns; may be NULL
+/// @param nnz receives the stored entries; may be NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_shape(csr: *const evs_csr, m: *mut i64, k: *mut i64, nnz: *mut i64) -> evs_status {
     guard(|| {
@@ -511,6 +769,15 @@ pub unsafe extern "C" fn evs_csr_shape(csr: *const evs_csr, m: *mut i64, k: *mut
 
 /// Types of a CSR matrix: weight dtype, indptr type, and whether the weights are
 /// homogeneous (1) or one per entry (0). Any output may be NULL.
+///
+/// @param csr         the matrix
+/// @param dtype       receives the weight type; may be NULL
+/// @param index_type  receives indptr's type; may be NULL
+/// @param homogeneous receives 1 (one weight) or 0 (one per entry); may be NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_types(
     csr: *const evs_csr,
@@ -530,6 +797,14 @@ pub unsafe extern "C" fn evs_csr_types(
 /// A new 1-D dense handle viewing the heterogeneous weights (nnz elements, zero-copy), to read
 /// or write them with the dense functions. Destroy it with `evs_dense_destroy`; it keeps the
 /// weights alive. Fails with `EVS_ERROR_INVALID_VALUE` on a homogeneous matrix.
+///
+/// @param csr a heterogeneous matrix
+/// @param out receives the new dense handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_VALUE a homogeneous matrix
+/// @ingroup csr
 #[no_mangle]
 pub unsafe extern "C" fn evs_csr_weights(csr: *const evs_csr, out: *mut *mut evs_dense) -> evs_status {
     guard(|| {
@@ -545,6 +820,28 @@ pub unsafe extern "C" fn evs_csr_weights(csr: *const evs_csr, out: *mut *mut evs
 /// arrays: `indptr` (mb + 1 int32), `indices` (nnzb int32 block columns), `values`
 /// (nnzb * bm * bk elements of `dtype`: f16, bf16 or f32; each block row-major). The matrix
 /// is (mb * bm) x (kb * bk).
+///
+/// @param ctx     context whose device holds the matrix
+/// @param mb      block rows (>= 0)
+/// @param kb      block columns (>= 0)
+/// @param bm      rows of a block: 16, 32, 64 or 128
+/// @param bk      columns of a block: 16, 32, 64 or 128
+/// @param nnzb    stored blocks (>= 0)
+/// @param indptr  mb + 1 block-row offsets (host)
+/// @param indices nnzb block columns (host)
+/// @param dtype   `EVS_DTYPE_F16`, `BF16` or `F32`
+/// @param values  nnzb x bm x bk values, each block row-major (host)
+/// @param out     receives the new BSR handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `dtype`
+/// @retval EVS_ERROR_DTYPE_MISMATCH `dtype` is not f16, bf16 or f32
+/// @retval EVS_ERROR_INVALID_VALUE a negative or overflowing size, or a block extent other than 16, 32, 64, 128
+/// @retval EVS_ERROR_INVALID_STRUCTURE an invalid block structure
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup bsr
 #[no_mangle]
 pub unsafe extern "C" fn evs_bsr_create(
     ctx: *mut evs_context,
@@ -575,6 +872,25 @@ pub unsafe extern "C" fn evs_bsr_create(
 
 /// Wraps BSR arrays the caller owns (zero-copy). Arguments as for `evs_bsr_create`; the
 /// structure is trusted: call `evs_bsr_validate` to check it.
+///
+/// @param ctx     context whose device holds the matrix
+/// @param mb      block rows (>= 0)
+/// @param kb      block columns (>= 0)
+/// @param bm      rows of a block: 16, 32, 64 or 128
+/// @param bk      columns of a block: 16, 32, 64 or 128
+/// @param nnzb    stored blocks (>= 0)
+/// @param indptr  mb + 1 block-row offsets (the context's device)
+/// @param indices nnzb block columns (the context's device)
+/// @param dtype   `EVS_DTYPE_F16`, `BF16` or `F32`
+/// @param values  nnzb x bm x bk values, each block row-major (the context's device)
+/// @param out     receives the new BSR handle; untouched on failure
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_INVALID_ENUM unknown `dtype`
+/// @retval EVS_ERROR_DTYPE_MISMATCH `dtype` is not f16, bf16 or f32
+/// @retval EVS_ERROR_INVALID_VALUE a negative or overflowing size, a block extent other than 16, 32, 64, 128, or (CUDA) memory the driver does not know
+/// @ingroup bsr
 #[no_mangle]
 pub unsafe extern "C" fn evs_bsr_wrap(
     ctx: *mut evs_context,
@@ -602,12 +918,28 @@ pub unsafe extern "C" fn evs_bsr_wrap(
 }
 
 /// Destroys a BSR handle (borrowed arrays are left alone). NULL is a no-op.
+///
+/// @param bsr the matrix, or NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup bsr
 #[no_mangle]
 pub unsafe extern "C" fn evs_bsr_destroy(bsr: *mut evs_bsr) -> evs_status {
     destroy(bsr)
 }
 
 /// Checks the block structure of a (wrapped) BSR matrix, as `evs_csr_validate` does.
+///
+/// @param stream stream the work is queued on; its context is the operation's
+/// @param bsr    the matrix
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @retval EVS_ERROR_CONTEXT_MISMATCH the handles belong to different contexts
+/// @retval EVS_ERROR_INVALID_STRUCTURE the block structure is invalid
+/// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
+/// @retval EVS_ERROR_DEVICE the device reported an error (CUDA contexts)
+/// @ingroup bsr
 #[no_mangle]
 pub unsafe extern "C" fn evs_bsr_validate(stream: *mut evs_stream, bsr: *const evs_bsr) -> evs_status {
     guard(|| {
@@ -619,6 +951,18 @@ pub unsafe extern "C" fn evs_bsr_validate(stream: *mut evs_stream, bsr: *const e
 
 /// Shape of a BSR matrix: rows and cols in elements, block extents, stored blocks, dtype.
 /// Any output may be NULL.
+///
+/// @param bsr   the matrix
+/// @param rows  receives mb x bm; may be NULL
+/// @param cols  receives kb x bk; may be NULL
+/// @param bm    receives the block rows; may be NULL
+/// @param bk    receives the block columns; may be NULL
+/// @param nnzb  receives the stored blocks; may be NULL
+/// @param dtype receives the value type; may be NULL
+/// @retval EVS_SUCCESS the call succeeded
+/// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
+/// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
+/// @ingroup bsr
 #[no_mangle]
 pub unsafe extern "C" fn evs_bsr_shape(
     bsr: *const evs_bsr,

@@ -72,6 +72,10 @@ pub(crate) fn non_null<T>(arg: &str, p: *const T) -> Result<()> {
 
 /// Static name of a status code ("EVS_ERROR_SHAPE_MISMATCH"); "EVS_UNKNOWN_STATUS" for a
 /// value evsparse never returns. Never NULL.
+///
+/// @param status any status value
+/// @return the name, a static string
+/// @ingroup library
 #[no_mangle]
 pub extern "C" fn evs_status_string(status: evs_status) -> *const c_char {
     status_name(status).as_ptr()
@@ -80,6 +84,9 @@ pub extern "C" fn evs_status_string(status: evs_status) -> *const c_char {
 /// Human-readable message for the last failed call on this thread, naming the argument and
 /// the value ("csr: indices[17] = 5003 out of range for 5000 columns"); "" if no call has
 /// failed. Valid until the next failing call on the same thread. Never NULL.
+///
+/// @return the message, valid until the next failing call on this thread
+/// @ingroup library
 #[no_mangle]
 pub extern "C" fn evs_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
@@ -89,6 +96,9 @@ pub extern "C" fn evs_last_error() -> *const c_char {
 /// ("spmm_n:length_classes", "spmm_t:scatter"; see `evs_context_set_algorithm`
 /// for the names), recorded when the call is dispatched; "" before the first. A static
 /// string. Never NULL.
+///
+/// @return "family:algorithm", a static string
+/// @ingroup library
 #[no_mangle]
 pub extern "C" fn evs_last_plan() -> *const c_char {
     crate::core::plan::last().as_ptr() as *const c_char
@@ -96,6 +106,9 @@ pub extern "C" fn evs_last_plan() -> *const c_char {
 
 /// The library version as "MAJOR.MINOR.PATCH". Compare with `EVS_VERSION_MAJOR` etc. to
 /// detect a header/library mismatch. Never NULL.
+///
+/// @return "MAJOR.MINOR.PATCH", a static string
+/// @ingroup library
 #[no_mangle]
 pub extern "C" fn evs_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
