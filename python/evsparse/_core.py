@@ -20,15 +20,18 @@ DLPACK_DTYPES = {(_dlpack.FLOAT, 16): "float16", (_dlpack.BFLOAT, 16): "bfloat16
 LEGACY_DEFAULT_STREAM = 1  # how DLPack names the CUDA legacy default stream
 
 
+_FUNCTIONS = {}  # name -> the library's function, looked up once
+
+
 def call(name, *args):
     """Calls a library function, raising the status's exception if it fails."""
-    lib = _lib.get()
+    fn = _FUNCTIONS.get(name) or _FUNCTIONS.setdefault(name, getattr(_lib.get(), name))
     try:
-        status = getattr(lib, name)(*args)
+        status = fn(*args)
     except ctypes.ArgumentError as e:  # a closed handle, a value out of its C type's range
         raise ValueError(f"{name}: {e}") from None
     if status:
-        raise_for(lib, status, name)
+        raise_for(_lib.get(), status, name)
 
 
 def created(name, *args):

@@ -4,7 +4,7 @@ handle or a torch/cupy stream), else on the current stream of the arrays' framew
 cupy), else on the context's default stream; nothing waits for it."""
 import math
 
-from ._core import Context, Dense, Handle, SpikeList, call, resolve_stream
+from ._core import Context, Dense, Handle, SpikeList, Stream, call, resolve_stream
 from . import _dlpack, _lib
 
 C = _lib.CONSTANTS
@@ -38,10 +38,11 @@ class Operation:
     (released when the call has been queued)."""
 
     def __init__(self, *operands, stream):
-        flat = [x for obj in operands for x in (obj if isinstance(obj, SpikeList) else (obj,))]
         self.ctx = context_of(operands)
-        self.stream = resolve_stream(self.ctx, stream, flat)
-        self.views = []
+        if not isinstance(stream, Stream):  # else a loop's call on its own stream: nothing to look up
+            flat = [x for obj in operands for x in (obj if isinstance(obj, SpikeList) else (obj,))]
+            stream = resolve_stream(self.ctx, stream, flat)
+        self.stream, self.views = stream, []
 
     def operand(self, obj, out=False):
         """The handle to pass for an operand: a handle as it is, an array wrapped for this call."""
