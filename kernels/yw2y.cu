@@ -1,31 +1,136 @@
 // yw2y: one value per stored entry, out[b, j] = w_j * y[b, row(j)] (N) or y[b, indices[j]] (T),
 // with per-batch weights replacing w_j when given (SPEC §3.2).
+//
+// A pure stream (weights in, out written; T also reads the indices and gathers y from L2), so
+// both kernels move 16-byte vectors of V entries with streaming (evict-first) loads and stores,
+// several vectors in flight per thread, wherever the bases allow it (checked on the device:
+// entry p of a vector is aligned iff its base is, since vectors start at multiples of V); the
+// rest goes element by element.
 #include "common.cuh"
 
-// The weight of entry j in batch b: the per-batch weights (aux) if given, else the CSR's.
-template <class T, class A> __device__ __forceinline__ A batch_weight(const Args& a, int64_t b, int64_t j) {
-    return a.aux ? A(to_f(((const T*)a.aux)[b * a.ldaux + j])) : weight<T, A>(a, j);
+constexpr int YW2Y_UNROLL = 4;  // 16-byte vectors in flight per thread
+
+// V entries of T in one 16-byte vector.
+template <class T> struct alignas(16) Pack {
+    static constexpr int V = 16 / sizeof(T);
+    T e[V];
+};
+
+template <class T> __device__ __forceinline__ Pack<T> load_stream(const T* p) {
+    const uint4 raw = __ldcs((const uint4*)p);
+    return *reinterpret_cast<const Pack<T>*>(&raw);
 }
 
-// N: one warp per (batch, CSR row); y[b, i] is loaded once and the warp writes the row's entries.
+template <class T> __device__ __forceinline__ void store_stream(T* p, const Pack<T>& v) {
+    __stcs((uint4*)p, *reinterpret_cast<const uint4*>(&v));
+}
+
+// The V column indices of a vector (V = 2, 4 or 8: one 8-byte, one or two 16-byte loads).
+template <int V> __device__ __forceinline__ void load_indices(const int* p, int (&idx)[V]) {
+    if constexpr (V == 2) {
+        const int2 r = __ldcs((const int2*)p);
+        idx[0] = r.x, idx[1] = r.y;
+    } else {
+#pragma unroll
+        for (int q = 0; q < V / 4; ++q) {
+            const int4 r = __ldcs((const int4*)p + q);
+            idx[4 * q] = r.x, idx[4 * q + 1] = r.y, idx[4 * q + 2] = r.z, idx[4 * q + 3] = r.w;
+        }
+    }
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
+
+// The weights of batch b: its per-batch row (aux) if given, the CSR's, or NULL (homogeneous).
+template <class T> __device__ __forceinline__ const T* batch_weights(const Args& a, int64_t b) {
+    return a.aux ? (const T*)a.aux + b * a.ldaux : (const T*)a.weights;
+}
+
+template <class T, class A> __device__ __forceinline__ A weight_at(const Args& a, const T* w, int64_t p) {
+    return w ? A(to_f(w[p])) : A(a.homo);
+}
+
+// out[0..V) = alpha * w[0..V) * y[0..V) + beta * out[0..V), one vector.
+template <class T, class A>
+__device__ __forceinline__ void blend_pack(T* out, const Pack<T>& w, bool homo, const A (&yv)[Pack<T>::V], const Args& a) {
+    Pack<T> old, r;
+    if (a.beta != 0.0) old = *reinterpret_cast<const Pack<T>*>(out);
+#pragma unroll
+    for (int j = 0; j < Pack<T>::V; ++j) {
+        A v = A(a.alpha) * ((homo ? A(a.homo) : A(to_f(w.e[j]))) * yv[j]);
+        if (a.beta != 0.0) v += A(a.beta) * A(to_f(old.e[j]));
+        put(&r.e[j], v);
+    }
+    store_stream(out, r);
+}
+
+// N: one warp per (batch, CSR row); y[b, i] is loaded once and the warp streams the row's
+// entries: a scalar head up to the first whole vector, the vectors, a scalar tail.
 template <class T> __device__ void yw2y_n(const Args& a) {
     typedef typename AccOf<T>::type A;
-    const int64_t w = warp_id();
-    if (w >= a.m * a.batches) return;
-    const int64_t b = w / a.m, i = w % a.m;
+    constexpr int V = Pack<T>::V;
+    const int64_t warp = warp_id();
+    if (warp >= a.m * a.batches) return;
+    const int64_t b = warp / a.m, i = warp % a.m;
     const A yv = A(to_f(((const T*)a.x)[b * a.ldx + i]));
-    for (int64_t p = row_start(a, i) + lane_id(); p < row_start(a, i + 1); p += 32)
-        blend((T*)a.y + b * a.ldy + p, batch_weight<T, A>(a, b, p) * yv, a);
+    const T* w = batch_weights<T>(a, b);
+    T* out = (T*)a.y + b * a.ldy;
+    const int64_t begin = row_start(a, i), end = row_start(a, i + 1);
+    const bool vectors = aligned16(out) && (!w || aligned16(w));
+    // [begin, vb): head, [vb, ve): whole vectors, [ve, end): tail (all of it without vectors)
+    const int64_t vb = vectors ? min(end, (begin + V - 1) / V * V) : begin;
+    const int64_t ve = vectors ? max(vb, end / V * V) : begin;
+    const int lane = lane_id();
+    if (begin + lane < vb) blend(out + begin + lane, weight_at<T, A>(a, w, begin + lane) * yv, a);
+    for (int64_t p = ve + lane; p < end; p += 32) blend(out + p, weight_at<T, A>(a, w, p) * yv, a);
+    A ys[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) ys[j] = yv;
+    for (int64_t q0 = vb / V + lane; q0 < ve / V; q0 += 32 * YW2Y_UNROLL) {
+        Pack<T> wp[YW2Y_UNROLL] = {};
+#pragma unroll
+        for (int u = 0; u < YW2Y_UNROLL; ++u)
+            if (w && q0 + 32 * u < ve / V) wp[u] = load_stream(w + (q0 + 32 * u) * V);
+#pragma unroll
+        for (int u = 0; u < YW2Y_UNROLL; ++u)
+            if (q0 + 32 * u < ve / V) blend_pack<T, A>(out + (q0 + 32 * u) * V, wp[u], !w, ys, a);
+    }
 }
 
-// T: one thread per (batch, entry).
+// T: the entries of each batch (grid y) split into vectors over the grid; per thread
+// YW2Y_UNROLL vectors of weights and indices in flight, then their gathers of y.
 template <class T> __device__ void yw2y_t(const Args& a) {
     typedef typename AccOf<T>::type A;
-    const int64_t total = a.nnz * a.batches;
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t b = e / a.nnz, p = e % a.nnz;
-        const A yv = A(to_f(((const T*)a.x)[b * a.ldx + a.indices[p]]));
-        blend((T*)a.y + b * a.ldy + p, batch_weight<T, A>(a, b, p) * yv, a);
+    constexpr int V = Pack<T>::V;
+    const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, threads = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t b = blockIdx.y; b < a.batches; b += gridDim.y) {
+        const T* w = batch_weights<T>(a, b);
+        const T* y = (const T*)a.x + b * a.ldx;
+        T* out = (T*)a.y + b * a.ldy;
+        const bool vectors = aligned16(out) && (!w || aligned16(w)) && ((uintptr_t)a.indices & (V == 2 ? 7 : 15)) == 0;
+        const int64_t nv = vectors ? a.nnz / V : 0;
+        for (int64_t p = nv * V + thread; p < a.nnz; p += threads)
+            blend(out + p, weight_at<T, A>(a, w, p) * A(to_f(__ldg(y + a.indices[p]))), a);
+        for (int64_t q0 = thread; q0 < nv; q0 += threads * YW2Y_UNROLL) {
+            Pack<T> wp[YW2Y_UNROLL] = {};
+            int idx[YW2Y_UNROLL][V];
+#pragma unroll
+            for (int u = 0; u < YW2Y_UNROLL; ++u) {
+                const int64_t q = q0 + u * threads;
+                if (q >= nv) continue;
+                if (w) wp[u] = load_stream(w + q * V);
+                load_indices<V>(a.indices + q * V, idx[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < YW2Y_UNROLL; ++u) {
+                const int64_t q = q0 + u * threads;
+                if (q >= nv) continue;
+                A ys[V];
+#pragma unroll
+                for (int j = 0; j < V; ++j) ys[j] = A(to_f(__ldg(y + idx[u][j])));
+                blend_pack<T, A>(out + q * V, wp[u], !w, ys, a);
+            }
+        }
     }
 }
 

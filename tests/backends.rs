@@ -368,7 +368,51 @@ fn spmv_and_spmm_t_match_cpu() {
 #[test]
 fn yw2y_matches_cpu() {
     let mut p = Pair::new();
-    p.each_algorithm::<plan::Yw2y>(yw2y_cases);
+    p.each_algorithm::<plan::Yw2y>(|p| {
+        yw2y_cases(p);
+        yw2y_vector_cases(p);
+    });
+}
+
+/// yw2y on its 16-byte vector paths and around them: rows from empty to thousands of entries
+/// (heads, tails, several vectors in flight per thread), bases one element past alignment, batch
+/// rows padded off the vector width, per-batch weights and homogeneous ones.
+fn yw2y_vector_cases(p: &mut Pair) {
+    let lengths = [0usize, 1, 3, 5, 8, 13, 700, 3001, 2, 4096, 17, 6000];
+    let k = 900;
+    let mut pat = Pattern { m: lengths.len(), k, indptr: vec![0], indices: vec![] };
+    for &len in &lengths {
+        (0..len).for_each(|_| pat.indices.push(p.rng.below(k) as i32));
+        pat.indptr.push(pat.indices.len() as i64);
+    }
+    let nnz = pat.indices.len();
+    for t in FLOATS {
+        for op in [Op::N, Op::T] {
+            for (offset, batches, pad, homo, weighted) in
+                [(0, 1, 0, false, false), (1, 1, 0, false, false), (0, 3, 1, true, false), (1, 2, 8, false, true)]
+            {
+                let (dev_a, cpu_a, _) = csr_both(p, &pat, t, homo);
+                let (ndim, len) = (if batches == 1 { 1 } else { 2 }, if op == Op::N { pat.m } else { pat.k });
+                let yv = p.values(batches * len, 10);
+                let y = p.placed(t, (ndim, batches, len, len), offset, &yv);
+                let wv = p.values(batches * nnz, 0);
+                let bw = weighted.then(|| p.placed(t, (ndim, batches, nnz, nnz + pad), offset, &wv));
+                let (alpha, beta) = scalars(p);
+                let init = if beta == 0.0 { vec![f64::NAN; batches * nnz] } else { p.values(batches * nnz, 0) };
+                let out = p.placed(t, (ndim, batches, nnz, nnz + pad), offset, &init);
+                let what = format!(
+                    "yw2y {op:?} {batches} batches, offset {offset}, ld +{pad}, homo {homo}, weighted {weighted}"
+                );
+                let run = |side: &(Arc<Context>, Stream), a: &Csr, bw: Option<&Dense>, y: &Dense, out: &Dense| {
+                    ops::yw2y(&side.1, op, a, bw, alpha, y, beta, out)
+                };
+                if p.ran(&what, run(&p.dev, &dev_a, bw.as_ref().map(|b| &b.view.dev), &y.view.dev, &out.view.dev)) {
+                    run(&p.cpu, &cpu_a, bw.as_ref().map(|b| &b.view.cpu), &y.view.cpu, &out.view.cpu).unwrap();
+                    p.compare(&what, &out.view);
+                }
+            }
+        }
+    }
 }
 
 fn yw2y_cases(p: &mut Pair) {
@@ -454,12 +498,28 @@ impl Pair {
     }
 
     fn padded(&self, t: DType, (rows, cols, ld): (usize, usize, usize), values: &[f64]) -> Padded {
-        let mut wide = vec![f64::NAN; rows * ld];
+        self.placed(t, (2, rows, cols, ld), 0, values)
+    }
+
+    /// A `ndim`-D view of rows x cols `values` with leading dimension `ld`, starting `offset`
+    /// elements into its backing array (NaN around it).
+    fn placed(
+        &self,
+        t: DType,
+        (ndim, rows, cols, ld): (u32, usize, usize, usize),
+        offset: usize,
+        values: &[f64],
+    ) -> Padded {
+        let mut wide = vec![f64::NAN; offset + rows * ld];
         for r in 0..rows {
-            wide[r * ld..r * ld + cols].copy_from_slice(&values[r * cols..(r + 1) * cols]);
+            wide[offset + r * ld..offset + r * ld + cols].copy_from_slice(&values[r * cols..(r + 1) * cols]);
         }
-        let backing = self.both(t, (2, rows, ld), &wide);
-        let view = |d: &Dense| Dense::wrap(&d.ctx, t, 2, rows as i64, cols as i64, ld as i64, d.buf.ptr()).unwrap();
+        let backing = self.both(t, (1, wide.len(), 1), &wide);
+        let (rows, cols, ld) = if ndim == 1 { (rows * cols, 1, 1) } else { (rows, cols, ld) };
+        let view = |d: &Dense| {
+            let start = unsafe { d.buf.ptr().add(offset * t.size()) };
+            Dense::wrap(&d.ctx, t, ndim, rows as i64, cols as i64, ld as i64, start).unwrap()
+        };
         Padded { view: Both { dev: view(&backing.dev), cpu: view(&backing.cpu) }, _backing: backing }
     }
 }

@@ -271,6 +271,9 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
     gpu.launch(stream, function, list_warps(gpu, list), &args)
 }
 
+/// 16-byte vectors each thread of `yw2y_t` keeps in flight (kernels/yw2y.cu).
+const YW2Y_UNROLL: usize = 4;
+
 /// yw2y, 1-D (one batch) or batched; per-batch weights replace the CSR's when given.
 #[allow(clippy::too_many_arguments)]
 pub fn yw2y(
@@ -302,7 +305,11 @@ pub fn yw2y(
         Yw2y::Reference => Err(cpu_only(alg)),
         Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * batches) as u64), &args),
         Yw2y::EntryThread => {
-            gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, Grid::strided(gpu, (a.nnz * batches) as u64), &args)
+            // a thread per YW2Y_UNROLL 16-byte vectors of entries (grid-stride), a grid row per batch
+            let vectors = a.nnz / (16 / a.dtype.size());
+            let threads = Grid::strided(gpu, vectors.div_ceil(YW2Y_UNROLL).max(1) as u64);
+            let grid = Grid::new((threads.blocks.0, (batches as u64).min(MAX_GRID_Y)), threads.threads);
+            gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, grid, &args)
         }
     }
 }
