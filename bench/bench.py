@@ -411,23 +411,28 @@ def bench_spmv_events(evs, tab, quick):
 
 
 def bench_yw2y(evs, tab, quick):
-    cases = [(100_000, 1000, OP_N), (100_000, 1000, OP_T), (200_000, 1000, OP_N)]
-    for n, per_row, op in cases[: 1 if quick else 3]:
+    """yw2y plain (the issue's seed workload) and batched (8 rows of y sharing A's weights: the
+    floor reads the weights and indices once and writes every batch's out)."""
+    cases = [(100_000, 1000, OP_N, 1), (100_000, 1000, OP_T, 1), (200_000, 1000, OP_N, 1),
+             (100_000, 100, OP_N, 8), (100_000, 100, OP_T, 8)]
+    for n, per_row, op, batches in cases[: 1 if quick else len(cases)]:
         crow, col = random_csr(n, n, per_row)
         w = torch.rand(col.numel(), device="cuda")
         a = evs.csr(n, n, crow, col, w)
-        y = torch.rand(n, device="cuda")
-        out = torch.empty(col.numel(), device="cuda")
+        y = torch.rand(n, device="cuda") if batches == 1 else torch.rand(batches, n, device="cuda")
+        out = torch.empty(y.shape[:-1] + (col.numel(),), device="cuda")
         hy, ho = evs.dense(y), evs.dense(out)
         src = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row) if op == OP_N else col.long()
-        ref = w * y[src]
+        ref = w * y[..., src]
         ours = measure(evs, "yw2y", lambda: evsparse.yw2y(a, hy, ho, op=op, stream=evs.stream),
                        lambda plan: check(f"yw2y {plan}", out, ref))
-        base = timed(lambda: w * y[src])
-        # N reads weights and y by row (no column indices); T also reads the indices
-        nbytes = (8 if op == OP_N else 12) * col.numel() + 4 * n + 4 * (n + 1)
-        tab.add(f"yw2y {'N' if op == OP_N else 'T'} {n:,}² ×{per_row}/row", ours, "torch gather-multiply", base, nbytes)
+        base = timed(lambda: w * y[..., src])
+        # weights once (T also the indices), every batch's out written, y and indptr read
+        nbytes = (4 if op == OP_N else 8) * col.numel() + 4 * batches * col.numel() + 4 * batches * n + 4 * (n + 1)
+        label = f"yw2y {'N' if op == OP_N else 'T'} {n:,}² ×{per_row}/row" + (f", {batches} batches" if batches > 1 else "")
+        tab.add(label, ours, "torch gather-multiply", base, nbytes)
         a.close()
+        del out, ref, src, y
 
 
 def bench_dense(evs, tab, quick):

@@ -64,53 +64,87 @@ __device__ __forceinline__ void blend_pack(T* out, const Pack<T>& w, bool homo, 
     store_stream(out, r);
 }
 
-// N: one warp per (batch, CSR row); y[b, i] is loaded once and the warp streams the row's
-// entries: a scalar head up to the first whole vector, the vectors, a scalar tail.
+// The batches of one group: a thread reads an entry's weight and index once and writes the
+// group's outputs (per-batch weights are read per batch).
+constexpr int64_t YW2Y_BATCH_GROUP = 8;
+
+__device__ __forceinline__ int64_t group_end(const Args& a, int64_t b0) { return min(a.batches, b0 + YW2Y_BATCH_GROUP); }
+
+// Whether batch b's vectors can move whole: its bases 16-byte aligned (T also the indices).
+template <class T> __device__ __forceinline__ bool vectors_fit(const Args& a, int64_t b, bool indices) {
+    const int V = Pack<T>::V;
+    const T* w = batch_weights<T>(a, b);
+    return aligned16((T*)a.y + b * a.ldy) && (!w || aligned16(w)) &&
+           (!indices || ((uintptr_t)a.indices & (V == 2 ? 7 : 15)) == 0);
+}
+
+// The vectors of a group: whole vectors for all its batches, or none.
+template <class T> __device__ __forceinline__ bool group_vectors(const Args& a, int64_t b0, bool indices) {
+    bool fit = true;
+    for (int64_t b = b0; b < group_end(a, b0); ++b) fit = fit && vectors_fit<T>(a, b, indices);
+    return fit;
+}
+
+// N: one warp per (CSR row, group of batches); each y[b, i] is loaded once and the warp streams
+// the row's entries: a scalar head up to the first whole vector, the vectors, a scalar tail.
 template <class T> __device__ void yw2y_n(const Args& a) {
     typedef typename AccOf<T>::type A;
     constexpr int V = Pack<T>::V;
-    const int64_t warp = warp_id();
-    if (warp >= a.m * a.batches) return;
-    const int64_t b = warp / a.m, i = warp % a.m;
-    const A yv = A(to_f(((const T*)a.x)[b * a.ldx + i]));
-    const T* w = batch_weights<T>(a, b);
-    T* out = (T*)a.y + b * a.ldy;
+    const int64_t groups = (a.batches + YW2Y_BATCH_GROUP - 1) / YW2Y_BATCH_GROUP, warp = warp_id();
+    if (warp >= a.m * groups) return;
+    const int64_t i = warp / groups, b0 = warp % groups * YW2Y_BATCH_GROUP, b1 = group_end(a, b0);
     const int64_t begin = row_start(a, i), end = row_start(a, i + 1);
-    const bool vectors = aligned16(out) && (!w || aligned16(w));
+    const bool vectors = group_vectors<T>(a, b0, false);
     // [begin, vb): head, [vb, ve): whole vectors, [ve, end): tail (all of it without vectors)
     const int64_t vb = vectors ? min(end, (begin + V - 1) / V * V) : begin;
     const int64_t ve = vectors ? max(vb, end / V * V) : begin;
     const int lane = lane_id();
-    if (begin + lane < vb) blend(out + begin + lane, weight_at<T, A>(a, w, begin + lane) * yv, a);
-    for (int64_t p = ve + lane; p < end; p += 32) blend(out + p, weight_at<T, A>(a, w, p) * yv, a);
-    A ys[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) ys[j] = yv;
+    for (int64_t b = b0; b < b1; ++b) {
+        const A yv = A(to_f(((const T*)a.x)[b * a.ldx + i]));
+        const T* w = batch_weights<T>(a, b);
+        T* out = (T*)a.y + b * a.ldy;
+        if (begin + lane < vb) blend(out + begin + lane, weight_at<T, A>(a, w, begin + lane) * yv, a);
+        for (int64_t p = ve + lane; p < end; p += 32) blend(out + p, weight_at<T, A>(a, w, p) * yv, a);
+    }
+    const T* shared_w = a.aux ? nullptr : (const T*)a.weights;  // read once for the group
     for (int64_t q0 = vb / V + lane; q0 < ve / V; q0 += 32 * YW2Y_UNROLL) {
         Pack<T> wp[YW2Y_UNROLL] = {};
 #pragma unroll
         for (int u = 0; u < YW2Y_UNROLL; ++u)
-            if (w && q0 + 32 * u < ve / V) wp[u] = load_stream(w + (q0 + 32 * u) * V);
+            if (shared_w && q0 + 32 * u < ve / V) wp[u] = load_stream(shared_w + (q0 + 32 * u) * V);
+        for (int64_t b = b0; b < b1; ++b) {
+            A ys[V];
 #pragma unroll
-        for (int u = 0; u < YW2Y_UNROLL; ++u)
-            if (q0 + 32 * u < ve / V) blend_pack<T, A>(out + (q0 + 32 * u) * V, wp[u], !w, ys, a);
+            for (int j = 0; j < V; ++j) ys[j] = A(to_f(((const T*)a.x)[b * a.ldx + i]));
+            const T* w = batch_weights<T>(a, b);
+#pragma unroll
+            for (int u = 0; u < YW2Y_UNROLL; ++u) {
+                const int64_t q = q0 + 32 * u;
+                if (q >= ve / V) continue;
+                const Pack<T> wv = a.aux ? load_stream(w + q * V) : wp[u];
+                blend_pack<T, A>((T*)a.y + b * a.ldy + q * V, wv, !w, ys, a);
+            }
+        }
     }
 }
 
-// T: the entries of each batch (grid y) split into vectors over the grid; per thread
-// YW2Y_UNROLL vectors of weights and indices in flight, then their gathers of y.
+// T: each group of batches (grid y) takes the entries as vectors split over the grid; per
+// thread YW2Y_UNROLL vectors of weights and indices in flight, read once for the group, then
+// the gathers of each batch's y.
 template <class T> __device__ void yw2y_t(const Args& a) {
     typedef typename AccOf<T>::type A;
     constexpr int V = Pack<T>::V;
     const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, threads = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t b = blockIdx.y; b < a.batches; b += gridDim.y) {
-        const T* w = batch_weights<T>(a, b);
-        const T* y = (const T*)a.x + b * a.ldx;
-        T* out = (T*)a.y + b * a.ldy;
-        const bool vectors = aligned16(out) && (!w || aligned16(w)) && ((uintptr_t)a.indices & (V == 2 ? 7 : 15)) == 0;
-        const int64_t nv = vectors ? a.nnz / V : 0;
-        for (int64_t p = nv * V + thread; p < a.nnz; p += threads)
-            blend(out + p, weight_at<T, A>(a, w, p) * A(to_f(__ldg(y + a.indices[p]))), a);
+    const T* shared_w = a.aux ? nullptr : (const T*)a.weights;
+    for (int64_t b0 = blockIdx.y * YW2Y_BATCH_GROUP; b0 < a.batches; b0 += gridDim.y * YW2Y_BATCH_GROUP) {
+        const int64_t b1 = group_end(a, b0);
+        const int64_t nv = group_vectors<T>(a, b0, true) ? a.nnz / V : 0;
+        for (int64_t p = nv * V + thread; p < a.nnz; p += threads) {
+            const int c = a.indices[p];
+            for (int64_t b = b0; b < b1; ++b)
+                blend((T*)a.y + b * a.ldy + p,
+                      weight_at<T, A>(a, batch_weights<T>(a, b), p) * A(to_f(__ldg((const T*)a.x + b * a.ldx + c))), a);
+        }
         for (int64_t q0 = thread; q0 < nv; q0 += threads * YW2Y_UNROLL) {
             Pack<T> wp[YW2Y_UNROLL] = {};
             int idx[YW2Y_UNROLL][V];
@@ -118,17 +152,22 @@ template <class T> __device__ void yw2y_t(const Args& a) {
             for (int u = 0; u < YW2Y_UNROLL; ++u) {
                 const int64_t q = q0 + u * threads;
                 if (q >= nv) continue;
-                if (w) wp[u] = load_stream(w + q * V);
+                if (shared_w) wp[u] = load_stream(shared_w + q * V);
                 load_indices<V>(a.indices + q * V, idx[u]);
             }
+            for (int64_t b = b0; b < b1; ++b) {
+                const T* y = (const T*)a.x + b * a.ldx;
+                const T* w = batch_weights<T>(a, b);
 #pragma unroll
-            for (int u = 0; u < YW2Y_UNROLL; ++u) {
-                const int64_t q = q0 + u * threads;
-                if (q >= nv) continue;
-                A ys[V];
+                for (int u = 0; u < YW2Y_UNROLL; ++u) {
+                    const int64_t q = q0 + u * threads;
+                    if (q >= nv) continue;
+                    A ys[V];
 #pragma unroll
-                for (int j = 0; j < V; ++j) ys[j] = A(to_f(__ldg(y + idx[u][j])));
-                blend_pack<T, A>(out + q * V, wp[u], !w, ys, a);
+                    for (int j = 0; j < V; ++j) ys[j] = A(to_f(__ldg(y + idx[u][j])));
+                    const Pack<T> wv = a.aux ? load_stream(w + q * V) : wp[u];
+                    blend_pack<T, A>((T*)a.y + b * a.ldy + q * V, wv, !w, ys, a);
+                }
             }
         }
     }

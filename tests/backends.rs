@@ -376,7 +376,8 @@ fn yw2y_matches_cpu() {
 
 /// yw2y on its 16-byte vector paths and around them: rows from empty to thousands of entries
 /// (heads, tails, several vectors in flight per thread), bases one element past alignment, batch
-/// rows padded off the vector width, per-batch weights and homogeneous ones.
+/// rows padded off the vector width, more batches than share one read of the weights,
+/// per-batch weights and homogeneous ones.
 fn yw2y_vector_cases(p: &mut Pair) {
     let lengths = [0usize, 1, 3, 5, 8, 13, 700, 3001, 2, 4096, 17, 6000];
     let k = 900;
@@ -388,9 +389,14 @@ fn yw2y_vector_cases(p: &mut Pair) {
     let nnz = pat.indices.len();
     for t in FLOATS {
         for op in [Op::N, Op::T] {
-            for (offset, batches, pad, homo, weighted) in
-                [(0, 1, 0, false, false), (1, 1, 0, false, false), (0, 3, 1, true, false), (1, 2, 8, false, true)]
-            {
+            for (offset, batches, pad, homo, weighted) in [
+                (0, 1, 0, false, false),
+                (1, 1, 0, false, false),
+                (0, 3, 1, true, false),
+                (1, 2, 8, false, true),
+                (0, 10, 4, false, false),
+                (0, 9, 0, false, true),
+            ] {
                 let (dev_a, cpu_a, _) = csr_both(p, &pat, t, homo);
                 let (ndim, len) = (if batches == 1 { 1 } else { 2 }, if op == Op::N { pat.m } else { pat.k });
                 let yv = p.values(batches * len, 10);

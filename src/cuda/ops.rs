@@ -271,8 +271,10 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
     gpu.launch(stream, function, list_warps(gpu, list), &args)
 }
 
-/// 16-byte vectors each thread of `yw2y_t` keeps in flight (kernels/yw2y.cu).
+/// 16-byte vectors each thread of `yw2y_t` keeps in flight, and batches that share one read of
+/// the weights and indices (kernels/yw2y.cu).
 const YW2Y_UNROLL: usize = 4;
+const YW2Y_BATCH_GROUP: usize = 8;
 
 /// yw2y, 1-D (one batch) or batched; per-batch weights replace the CSR's when given.
 #[allow(clippy::too_many_arguments)]
@@ -300,15 +302,15 @@ pub fn yw2y(
         beta,
         ..csr_args(a)
     };
-    let t = Some(a.dtype);
+    let (t, groups) = (Some(a.dtype), batches.div_ceil(YW2Y_BATCH_GROUP));
     match alg {
         Yw2y::Reference => Err(cpu_only(alg)),
-        Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * batches) as u64), &args),
+        Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * groups) as u64), &args),
         Yw2y::EntryThread => {
             // a thread per YW2Y_UNROLL 16-byte vectors of entries (grid-stride), a grid row per batch
             let vectors = a.nnz / (16 / a.dtype.size());
             let threads = Grid::strided(gpu, vectors.div_ceil(YW2Y_UNROLL).max(1) as u64);
-            let grid = Grid::new((threads.blocks.0, (batches as u64).min(MAX_GRID_Y)), threads.threads);
+            let grid = Grid::new((threads.blocks.0, (groups as u64).min(MAX_GRID_Y)), threads.threads);
             gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, grid, &args)
         }
     }
