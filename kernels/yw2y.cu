@@ -1,14 +1,13 @@
 // yw2y: one value per stored entry, out[b, j] = w_j * y[b, row(j)] (N) or y[b, indices[j]] (T),
 // with per-batch weights replacing w_j when given (SPEC §3.2).
 //
-// A pure stream (weights in, out written; T also reads the indices and gathers y from L2), so
-// both kernels move 16-byte vectors of V entries with streaming (evict-first) loads and stores,
-// several vectors in flight per thread, wherever the bases allow it (checked on the device:
-// entry p of a vector is aligned iff its base is, since vectors start at multiples of V); the
-// rest goes element by element.
+// N is a pure stream (weights in, out written): it moves 16-byte vectors of V entries with
+// streaming (evict-first) loads and stores, several in flight per lane, wherever the bases allow
+// it (checked on the device: a vector starting at a multiple of V is aligned iff its bases are);
+// the rest goes element by element. T is bound by its gathers of y (below).
 #include "common.cuh"
 
-constexpr int YW2Y_UNROLL = 4;  // 16-byte vectors in flight per thread
+constexpr int YW2Y_UNROLL = 4;  // 16-byte vectors in flight per lane (N)
 
 // V entries of T in one 16-byte vector.
 template <class T> struct alignas(16) Pack {
@@ -23,20 +22,6 @@ template <class T> __device__ __forceinline__ Pack<T> load_stream(const T* p) {
 
 template <class T> __device__ __forceinline__ void store_stream(T* p, const Pack<T>& v) {
     __stcs((uint4*)p, *reinterpret_cast<const uint4*>(&v));
-}
-
-// The V column indices of a vector (V = 2, 4 or 8: one 8-byte, one or two 16-byte loads).
-template <int V> __device__ __forceinline__ void load_indices(const int* p, int (&idx)[V]) {
-    if constexpr (V == 2) {
-        const int2 r = __ldcs((const int2*)p);
-        idx[0] = r.x, idx[1] = r.y;
-    } else {
-#pragma unroll
-        for (int q = 0; q < V / 4; ++q) {
-            const int4 r = __ldcs((const int4*)p + q);
-            idx[4 * q] = r.x, idx[4 * q + 1] = r.y, idx[4 * q + 2] = r.z, idx[4 * q + 3] = r.w;
-        }
-    }
 }
 
 __device__ __forceinline__ bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
@@ -70,18 +55,16 @@ constexpr int64_t YW2Y_BATCH_GROUP = 8;
 
 __device__ __forceinline__ int64_t group_end(const Args& a, int64_t b0) { return min(a.batches, b0 + YW2Y_BATCH_GROUP); }
 
-// Whether batch b's vectors can move whole: its bases 16-byte aligned (T also the indices).
-template <class T> __device__ __forceinline__ bool vectors_fit(const Args& a, int64_t b, bool indices) {
-    const int V = Pack<T>::V;
+// Whether batch b's vectors can move whole: its bases 16-byte aligned.
+template <class T> __device__ __forceinline__ bool vectors_fit(const Args& a, int64_t b) {
     const T* w = batch_weights<T>(a, b);
-    return aligned16((T*)a.y + b * a.ldy) && (!w || aligned16(w)) &&
-           (!indices || ((uintptr_t)a.indices & (V == 2 ? 7 : 15)) == 0);
+    return aligned16((T*)a.y + b * a.ldy) && (!w || aligned16(w));
 }
 
 // The vectors of a group: whole vectors for all its batches, or none.
-template <class T> __device__ __forceinline__ bool group_vectors(const Args& a, int64_t b0, bool indices) {
+template <class T> __device__ __forceinline__ bool group_vectors(const Args& a, int64_t b0) {
     bool fit = true;
-    for (int64_t b = b0; b < group_end(a, b0); ++b) fit = fit && vectors_fit<T>(a, b, indices);
+    for (int64_t b = b0; b < group_end(a, b0); ++b) fit = fit && vectors_fit<T>(a, b);
     return fit;
 }
 
@@ -94,7 +77,7 @@ template <class T> __device__ void yw2y_n(const Args& a) {
     if (warp >= a.m * groups) return;
     const int64_t i = warp / groups, b0 = warp % groups * YW2Y_BATCH_GROUP, b1 = group_end(a, b0);
     const int64_t begin = row_start(a, i), end = row_start(a, i + 1);
-    const bool vectors = group_vectors<T>(a, b0, false);
+    const bool vectors = group_vectors<T>(a, b0);
     // [begin, vb): head, [vb, ve): whole vectors, [ve, end): tail (all of it without vectors)
     const int64_t vb = vectors ? min(end, (begin + V - 1) / V * V) : begin;
     const int64_t ve = vectors ? max(vb, end / V * V) : begin;
@@ -128,46 +111,22 @@ template <class T> __device__ void yw2y_n(const Args& a) {
     }
 }
 
-// T: each group of batches (grid y) takes the entries as vectors split over the grid; per
-// thread YW2Y_UNROLL vectors of weights and indices in flight, read once for the group, then
-// the gathers of each batch's y.
+// T: one thread per entry (grid-stride), a grid row per group of batches: the entry's weight
+// and column are read once for the group, then each batch gathers y and writes out. The gathers
+// bound it (one 32-byte L2 sector for 4 useful bytes: y is larger than L1 can keep), not DRAM:
+// 16-byte vectors with fewer, fuller threads ran 10-15 % slower (bench/NOTES.md).
 template <class T> __device__ void yw2y_t(const Args& a) {
     typedef typename AccOf<T>::type A;
-    constexpr int V = Pack<T>::V;
-    const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, threads = (int64_t)gridDim.x * blockDim.x;
+    const int64_t threads = (int64_t)gridDim.x * blockDim.x;
     const T* shared_w = a.aux ? nullptr : (const T*)a.weights;
     for (int64_t b0 = blockIdx.y * YW2Y_BATCH_GROUP; b0 < a.batches; b0 += gridDim.y * YW2Y_BATCH_GROUP) {
         const int64_t b1 = group_end(a, b0);
-        const int64_t nv = group_vectors<T>(a, b0, true) ? a.nnz / V : 0;
-        for (int64_t p = nv * V + thread; p < a.nnz; p += threads) {
+        for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.nnz; p += threads) {
             const int c = a.indices[p];
-            for (int64_t b = b0; b < b1; ++b)
-                blend((T*)a.y + b * a.ldy + p,
-                      weight_at<T, A>(a, batch_weights<T>(a, b), p) * A(to_f(__ldg((const T*)a.x + b * a.ldx + c))), a);
-        }
-        for (int64_t q0 = thread; q0 < nv; q0 += threads * YW2Y_UNROLL) {
-            Pack<T> wp[YW2Y_UNROLL] = {};
-            int idx[YW2Y_UNROLL][V];
-#pragma unroll
-            for (int u = 0; u < YW2Y_UNROLL; ++u) {
-                const int64_t q = q0 + u * threads;
-                if (q >= nv) continue;
-                if (shared_w) wp[u] = load_stream(shared_w + q * V);
-                load_indices<V>(a.indices + q * V, idx[u]);
-            }
+            const A w = shared_w ? A(to_f(shared_w[p])) : A(a.homo);
             for (int64_t b = b0; b < b1; ++b) {
-                const T* y = (const T*)a.x + b * a.ldx;
-                const T* w = batch_weights<T>(a, b);
-#pragma unroll
-                for (int u = 0; u < YW2Y_UNROLL; ++u) {
-                    const int64_t q = q0 + u * threads;
-                    if (q >= nv) continue;
-                    A ys[V];
-#pragma unroll
-                    for (int j = 0; j < V; ++j) ys[j] = A(to_f(__ldg(y + idx[u][j])));
-                    const Pack<T> wv = a.aux ? load_stream(w + q * V) : wp[u];
-                    blend_pack<T, A>((T*)a.y + b * a.ldy + q * V, wv, !w, ys, a);
-                }
+                const A wb = a.aux ? A(to_f(((const T*)a.aux)[b * a.ldaux + p])) : w;
+                blend((T*)a.y + b * a.ldy + p, wb * A(to_f(((const T*)a.x)[b * a.ldx + c])), a);
             }
         }
     }

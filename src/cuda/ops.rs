@@ -271,9 +271,7 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
     gpu.launch(stream, function, list_warps(gpu, list), &args)
 }
 
-/// 16-byte vectors each thread of `yw2y_t` keeps in flight, and batches that share one read of
-/// the weights and indices (kernels/yw2y.cu).
-const YW2Y_UNROLL: usize = 4;
+/// Batches that share one read of the weights and indices (kernels/yw2y.cu).
 const YW2Y_BATCH_GROUP: usize = 8;
 
 /// yw2y, 1-D (one batch) or batched; per-batch weights replace the CSR's when given.
@@ -307,10 +305,9 @@ pub fn yw2y(
         Yw2y::Reference => Err(cpu_only(alg)),
         Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * groups) as u64), &args),
         Yw2y::EntryThread => {
-            // a thread per YW2Y_UNROLL 16-byte vectors of entries (grid-stride), a grid row per batch
-            let vectors = a.nnz / (16 / a.dtype.size());
-            let threads = Grid::strided(gpu, vectors.div_ceil(YW2Y_UNROLL).max(1) as u64);
-            let grid = Grid::new((threads.blocks.0, (groups as u64).min(MAX_GRID_Y)), threads.threads);
+            // a thread per entry (grid-stride), a grid row per group of batches
+            let entries = Grid::strided(gpu, a.nnz as u64);
+            let grid = Grid::new((entries.blocks.0, (groups as u64).min(MAX_GRID_Y)), entries.threads);
             gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, grid, &args)
         }
     }
