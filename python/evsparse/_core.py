@@ -1,6 +1,7 @@
 """Handles: contexts, streams, dense arrays, CSR and BSR matrices, spike lists. Arrays come in
 through DLPack and are wrapped, never copied, except where a constructor says it copies."""
 import ctypes
+import math
 import sys
 import threading
 
@@ -291,14 +292,20 @@ def dlpack_dtype(view):
                         f"{', '.join(DTYPES)}") from None
 
 
-def check_device(ctx, view):
-    """An array must live where the context computes: GPU memory of its device on CUDA, host
-    memory on the CPU."""
+def on_host(view):
+    return view.device_type in (_dlpack.CPU, _dlpack.CUDA_HOST)
+
+
+def on_context_device(ctx, view):
+    """Whether an array lives where the context computes: GPU memory of its device on CUDA,
+    host memory on the CPU."""
     if ctx.device == "cuda":
-        fits = view.device_type == _dlpack.CUDA_MANAGED or (view.device_type == _dlpack.CUDA and view.device_id == ctx.ordinal)
-    else:
-        fits = view.device_type in (_dlpack.CPU, _dlpack.CUDA_HOST, _dlpack.CUDA_MANAGED)
-    if not fits:
+        return view.device_type == _dlpack.CUDA_MANAGED or (view.device_type == _dlpack.CUDA and view.device_id == ctx.ordinal)
+    return on_host(view) or view.device_type == _dlpack.CUDA_MANAGED
+
+
+def check_device(ctx, view):
+    if not on_context_device(ctx, view):
         raise ValueError(f"array on {view.device}, but the context computes on {ctx.device}:{ctx.ordinal}; "
                          "move the array there first")
 
@@ -322,16 +329,12 @@ def is_contiguous(view):
 
 
 def count(view):
-    n = 1
-    for extent in view.shape:
-        n *= extent
-    return n
+    return math.prod(view.shape)
 
 
-def buffer(array, device_check, dtype=None, writable=False, what="array"):
-    """The DLPack view of a contiguous array, checked for dtype and place."""
+def buffer(array, dtype=None, writable=False, what="array"):
+    """The DLPack view of a contiguous array, checked for dtype and writability."""
     view = _dlpack.export(array)
-    device_check(view)
     if not is_contiguous(view):
         raise ValueError(f"{what} must be contiguous; got strides {view.strides} for shape {view.shape}")
     if dtype is not None and dlpack_dtype(view) != dtype:
@@ -342,10 +345,10 @@ def buffer(array, device_check, dtype=None, writable=False, what="array"):
 
 
 def host_buffer(array, dtype, writable=False):
-    def on_host(view):
-        if view.device_type not in (_dlpack.CPU, _dlpack.CUDA_HOST):
-            raise ValueError(f"host array expected, got one on {view.device}")
-    return buffer(array, on_host, dtype, writable, "host array")
+    view = buffer(array, dtype, writable, "host array")
+    if not on_host(view):
+        raise ValueError(f"host array expected, got one on {view.device}")
+    return view
 
 
 class SpikeList:
@@ -369,24 +372,16 @@ class Sparse(Handle):
     def _structure(self, ctx, arrays, names):
         """DLPack views of the structure arrays (contiguous, block indices int32) and whether they
         are on the context's device (zero-copy) or on the host (copied)."""
-        views = [buffer(a, lambda v: None, what=n) for a, n in zip(arrays, names)]
+        views = [buffer(a, what=n) for a, n in zip(arrays, names)]
         if dlpack_dtype(views[1]) != "int32":
             raise TypeError(f"indices must be int32, not {dlpack_dtype(views[1])}")
         places = {on_context_device(ctx, v) for v in views}
         if len(places) != 1:
             raise ValueError(f"{', '.join(names)} must all be on one device: {[v.device for v in views]}")
         on_device = places.pop()
-        if not on_device and any(v.device_type not in (_dlpack.CPU, _dlpack.CUDA_HOST) for v in views):
+        if not on_device and not all(on_host(v) for v in views):
             raise ValueError(f"arrays on {views[0].device} cannot be used by a context on {ctx.device}:{ctx.ordinal}")
         return views, on_device
-
-
-def on_context_device(ctx, view):
-    try:
-        check_device(ctx, view)
-        return True
-    except ValueError:
-        return False
 
 
 class CSR(Sparse):
