@@ -96,9 +96,10 @@ template <class T> __device__ void yw2y_n(const Args& a) {
         for (int u = 0; u < YW2Y_UNROLL; ++u)
             if (shared_w && q0 + 32 * u < ve / V) wp[u] = load_stream(shared_w + (q0 + 32 * u) * V);
         for (int64_t b = b0; b < b1; ++b) {
+            const A yv = A(to_f(((const T*)a.x)[b * a.ldx + i]));
             A ys[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) ys[j] = A(to_f(((const T*)a.x)[b * a.ldx + i]));
+            for (int j = 0; j < V; ++j) ys[j] = yv;
             const T* w = batch_weights<T>(a, b);
 #pragma unroll
             for (int u = 0; u < YW2Y_UNROLL; ++u) {
@@ -123,9 +124,9 @@ template <class T> __device__ void yw2y_t(const Args& a) {
         const int64_t b1 = group_end(a, b0);
         for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.nnz; p += threads) {
             const int c = a.indices[p];
-            const A w = shared_w ? A(to_f(shared_w[p])) : A(a.homo);
+            const A w = weight_at<T, A>(a, shared_w, p);
             for (int64_t b = b0; b < b1; ++b) {
-                const A wb = a.aux ? A(to_f(((const T*)a.aux)[b * a.ldaux + p])) : w;
+                const A wb = a.aux ? weight_at<T, A>(a, batch_weights<T>(a, b), p) : w;
                 blend((T*)a.y + b * a.ldy + p, wb * A(to_f(((const T*)a.x)[b * a.ldx + c])), a);
             }
         }
