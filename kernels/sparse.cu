@@ -10,11 +10,15 @@
 //                       row and 32 columns.
 //      row_warp_scatter (f32/f64, n = 1) a warp per row (active_lines.cuh, warp_per_line), for
 //                       long rows, and a warp per listed row of a spike list
+//      output_slices    (n = 1, events and spike lists, sorted rows) a block per slice of the
+//                       output, summed in shared memory and blended once
 //   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror
 //   N and T on events, n > 1: event_bits, B's events packed to bits, then a warp per output
 //                       line and 128 columns (64 where n <= 64), parts of it on alternate
 //                       entries
 #include "active_lines.cuh"
+
+#include <type_traits>
 
 // ---------------------------------------------------------------- shapes
 // Launch shapes shared with src/cuda/ops.rs: 256-thread blocks of 8 warps; a warp covers 64
@@ -299,6 +303,185 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
         if (v != A(0)) atomicAdd((T*)a.y + (int64_t)a.indices[p] * a.ldy + c, scaled * weight<T, A>(a, p));
 }
 
+// ---------------------------------------------------------------- T on events: output slices
+// output_slices (n = 1; event vectors and spike lists; rows sorted by column): block s owns the
+// outputs [s SLICE_OUTPUTS, (s + 1) SLICE_OUTPUTS) and sums them in shared memory, reading only
+// the entries of the live rows that fall in its slice, then blends its slice into y once: no
+// global atomics, and no beta pass before. a.aux holds, per row, where its entries of each slice
+// begin, relative to the row's start (uint32, one per slice and the row's length last; built at
+// analysis). A block stages the segments of a window of live rows at a time (all 48 KB of static
+// shared memory: 2,048 rows, 1,024 for f64's wider sums); SLICE_LANES lanes
+// walk a segment, a lane group SLICE_ROWS_AT_ONCE segments with their loads in flight together.
+// Homogeneous weights count hits in integers (native shared atomics: a float add in shared memory
+// is a compare-and-swap loop) and multiply once, so their sums are the same every run. The live
+// rows come from a spike list (SpikeRows), or from an event vector listed first by live_rows
+// (BlockRows: no count to zero before, so no memset node). bench/probe_slices.cu and
+// bench/NOTES.md, "Output slices", measure the shapes.
+#define SLICE_OUTPUTS 4096
+#define SLICE_THREADS 1024
+#define SLICE_LANES 16
+#define SLICE_ROWS_AT_ONCE 8
+
+// Live rows a block stages at a time, beside its sums of type A.
+template <class A> __host__ __device__ constexpr int slice_window() { return sizeof(A) == 8 ? 1024 : 2048; }
+
+// What one entry adds to its output: a hit (homogeneous weights, counted) or its weight.
+template <class T, class Acc> __device__ __forceinline__ Acc slice_term(const Args& a, int64_t p) {
+    if constexpr (std::is_integral<Acc>::value) return 1u;
+    else return weight<T, Acc>(a, p);
+}
+template <class A> __device__ __forceinline__ A slice_total(unsigned hits, const Args& a) { return A(hits) * A(a.homo); }
+template <class A> __device__ __forceinline__ A slice_total(A sum, const Args&) { return sum; }
+
+// The entries of the staged segments [0, rows) added into the slice's sums (outputs from c0).
+// Work items are (segment, part): with fewer segments than the block has slots (lane groups x
+// U), each segment is cut into `parts` strided parts, so that a few live rows still fill it.
+template <class T, class Acc>
+__device__ void add_segments(const Args& a, Acc* sums, const int64_t* begin, const unsigned* len, int rows, int64_t c0) {
+    constexpr int GROUPS = SLICE_THREADS / SLICE_LANES, U = SLICE_ROWS_AT_ONCE / (sizeof(Acc) / 4);  // f64: 4, no spills
+    const int parts = rows < GROUPS * U ? GROUPS * U / rows : 1, items = rows * parts, step = SLICE_LANES * parts;
+    const int group = threadIdx.x / SLICE_LANES, sub = threadIdx.x % SLICE_LANES;
+    for (int i0 = group; i0 < items; i0 += GROUPS * U) {
+        int64_t p[U], end[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = i0 + u * GROUPS, j = i / parts;
+            p[u] = i < items ? begin[j] + (i % parts) * SLICE_LANES + sub : 0;
+            end[u] = i < items ? begin[j] + len[j] : 0;
+        }
+        for (bool any = true; any;) {
+            any = false;
+            unsigned out[U];
+            Acc term[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const bool on = p[u] < end[u];
+                out[u] = on ? (unsigned)(__ldcs(a.indices + p[u]) - c0) : SLICE_OUTPUTS;
+                term[u] = on ? slice_term<T, Acc>(a, p[u]) : Acc(0);
+                any |= on;
+                p[u] += step;
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (out[u] < SLICE_OUTPUTS) atomicAdd(sums + out[u], term[u]);  // in the slice even if the structure changed
+        }
+    }
+}
+
+// Where output_slices finds the live rows: count() (the whole block calls it), then row(g) for
+// g < count, or -1 to skip. SpikeRows: a spike list. BlockRows: the lists of live_rows, a.lines
+// of them, list b at a.x + b a.ldx with its length at a.spike_count[b], concatenated through
+// their starts, summed in shared memory.
+#define LIVE_LISTS_MAX 512
+struct SpikeRows {
+    __device__ int64_t count(const Args& a) { return listed(a); }
+    __device__ int64_t row(const Args& a, int64_t g) { return listed_at(a, g, a.m); }
+};
+struct BlockRows {
+    int start[LIVE_LISTS_MAX + 1];  // where each list begins in the concatenation, the total last
+    __device__ int64_t count(const Args& a) {
+        __shared__ int warp_sums[SLICE_THREADS / 32];
+        const int i = threadIdx.x, lane = lane_id(), warp = i / 32;
+        const int own = i < a.lines ? a.spike_count[i] : 0;
+        int sum = own;  // inclusive scan over the warp, then over the warps' sums
+        for (int o = 1; o < 32; o <<= 1) {
+            const int up = __shfl_up_sync(0xffffffffu, sum, o);
+            if (lane >= o) sum += up;
+        }
+        if (lane == 31) warp_sums[warp] = sum;
+        __syncthreads();
+        if (warp == 0) {
+            int w = warp_sums[lane];
+            for (int o = 1; o < 32; o <<= 1) {
+                const int up = __shfl_up_sync(0xffffffffu, w, o);
+                if (lane >= o) w += up;
+            }
+            warp_sums[lane] = w;
+        }
+        __syncthreads();
+        if (i <= a.lines) start[i] = (warp ? warp_sums[warp - 1] : 0) + sum - own;
+        __syncthreads();
+        return start[a.lines];
+    }
+    __device__ int64_t row(const Args& a, int64_t g) {
+        int lo = 0, hi = (int)a.lines - 1;  // the last list that starts at or before g holds it
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) / 2;
+            if (start[mid] <= g) lo = mid;
+            else hi = mid - 1;
+        }
+        return ((const int*)a.x)[lo * a.ldx + g - start[lo]];
+    }
+};
+
+template <class T, class Acc, class Rows>
+__device__ void slice_sums(const Args& a, Rows& live, Acc* sums, int64_t* begin, unsigned* len) {
+    constexpr int WINDOW = slice_window<typename AccOf<T>::type>();
+    const int64_t s = blockIdx.x, c0 = s * SLICE_OUTPUTS, per_row = gridDim.x + 1;
+    const unsigned* bounds = (const unsigned*)a.aux;
+    for (int i = threadIdx.x; i < SLICE_OUTPUTS; i += SLICE_THREADS) sums[i] = Acc(0);
+    const int64_t count = live.count(a);
+    for (int64_t w0 = 0; w0 < count; w0 += WINDOW) {
+        const int rows = (int)min((int64_t)WINDOW, count - w0);
+        for (int t = threadIdx.x; t < rows; t += SLICE_THREADS) {
+            const int64_t r = live.row(a, w0 + t);
+            begin[t] = 0, len[t] = 0;
+            if (r >= 0) {
+                const unsigned* b = bounds + r * per_row + s;
+                begin[t] = row_start(a, r) + b[0], len[t] = b[1] - b[0];
+            }
+        }
+        __syncthreads();
+        add_segments<T, Acc>(a, sums, begin, len, rows, c0);
+        __syncthreads();  // the window is restaged next
+    }
+    __syncthreads();
+    typedef typename AccOf<T>::type A;
+    for (int64_t i = threadIdx.x; i < SLICE_OUTPUTS && c0 + i < a.k; i += SLICE_THREADS)
+        blend((T*)a.y + (c0 + i) * a.ldy, slice_total<A>(sums[i], a), a);
+}
+
+template <class T, class Rows> __device__ void output_slices(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    __shared__ __align__(8) unsigned char sums[SLICE_OUTPUTS * sizeof(A)];
+    __shared__ int64_t begin[slice_window<A>()];
+    __shared__ unsigned len[slice_window<A>()];
+    __shared__ Rows live;
+    if (a.weights) slice_sums<T, A>(a, live, (A*)sums, begin, len);
+    else slice_sums<T, unsigned>(a, live, (unsigned*)sums, begin, len);
+}
+
+// The live rows of an event vector (a.m of them, a.ldx apart) listed per block for BlockRows:
+// block b lists rows [b a.n, (b + 1) a.n) at y + b a.n, in no particular order (a warp ballot
+// and one shared atomic per 32 rows), and its count at out2[b]. A thread loads LIVE_ROWS_AT_ONCE
+// rows' events before it ballots any, so that their loads are in flight together.
+#define LIVE_ROWS_AT_ONCE 8
+template <class In> __device__ void live_rows(const Args& a) {
+    __shared__ int count;
+    if (threadIdx.x == 0) count = 0;
+    __syncthreads();
+    const int lane = lane_id();
+    const int64_t first = blockIdx.x * a.n, stop = min(a.m, first + a.n);
+    for (int64_t base = first; base < stop; base += blockDim.x * LIVE_ROWS_AT_ONCE) {
+        bool on[LIVE_ROWS_AT_ONCE];
+#pragma unroll
+        for (int u = 0; u < LIVE_ROWS_AT_ONCE; u++) {
+            const int64_t r = base + u * blockDim.x + threadIdx.x;
+            on[u] = r < stop && active(((const In*)a.x)[r * a.ldx]);
+        }
+#pragma unroll
+        for (int u = 0; u < LIVE_ROWS_AT_ONCE; u++) {
+            const unsigned ballot = __ballot_sync(0xffffffffu, on[u]);
+            int at = 0;
+            if (lane == 0 && ballot) at = atomicAdd(&count, __popc(ballot));
+            at = __shfl_sync(0xffffffffu, at, 0);
+            if (on[u]) ((int*)a.y)[first + at + __popc(ballot & ((1u << lane) - 1))] = (int)(base + u * blockDim.x + threadIdx.x);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) ((int*)a.out2)[blockIdx.x] = count;
+}
+
 // ---------------------------------------------------------------- spmm on events
 // B's events as bits: pack_events writes each row of B as BITS_WORDS 32-bit words per 128
 // columns (bit b of word w: column 32w + b) into the stream's scratch (a.aux, a.ldaux words per
@@ -424,6 +607,17 @@ KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<doub
 EVS_FOR_FLOATS(BITS)
 #define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)
 PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64)
+
+#define SLICES(T, TN)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(SLICE_THREADS) spmv_t_slices_##TN(Args a) {             \
+        output_slices<T, BlockRows>(a);                                                                  \
+    }                                                                                                    \
+    extern "C" __global__ void __launch_bounds__(SLICE_THREADS) spmv_t_slices_##TN##_i32(Args a) {       \
+        output_slices<T, SpikeRows>(a);                                                                  \
+    }
+EVS_FOR_FLOATS(SLICES)
+#define LIVE_ROWS(In, InN) KERNEL(live_rows_##InN, live_rows<In>)
+LIVE_ROWS(u8, bool) LIVE_ROWS(f16, f16) LIVE_ROWS(bf16, bf16) LIVE_ROWS(float, f32) LIVE_ROWS(double, f64)
 
 #define SCALE(T, TN) KERNEL(scale_##TN, scale<T>)
 EVS_FOR_FLOATS(SCALE)

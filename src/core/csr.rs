@@ -4,7 +4,7 @@
 use super::context::{Backend, Context, Stream};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
-use super::plan::{row_class, SPMM_N};
+use super::plan::{row_class, slice_offsets_kept, slices, SLICE_OUTPUTS, SPMM_N};
 use super::stats::CsrStats;
 use super::{checked_product, size_arg};
 use crate::dtype::{with_float, Acc, DType, Float};
@@ -143,11 +143,31 @@ impl Profile {
     }
 }
 
-/// The CSC mirror in device memory: colptr (int64, k + 1), rowind (int32), perm (int64).
+/// The CSC mirror in device memory: colptr (int64, k + 1), rowind (int32), perm (int64); and
+/// where `plan::slice_offsets_kept`, the rows' slice offsets of `output_slices`.
 pub struct DeviceAnalysis {
     pub colptr: Arc<Buffer>,
     pub rowind: Arc<Buffer>,
     pub perm: Arc<Buffer>,
+    pub slice_offsets: Option<Arc<Buffer>>,
+}
+
+/// Per row, the offset of its first entry in each output slice of `SLICE_OUTPUTS` columns, from
+/// the row's start, and its length last (uint32, `slices(k) + 1` per row; rows sorted).
+fn slice_offsets(view: &CsrView<'_, i64>) -> Vec<u32> {
+    let slices = slices(view.k);
+    let mut offsets = Vec::with_capacity(view.m * (slices + 1));
+    for i in 0..view.m {
+        let row = &view.indices[view.row(i)];
+        let mut p = 0;
+        for s in 0..=slices {
+            while p < row.len() && (row[p] as usize) < s * SLICE_OUTPUTS {
+                p += 1;
+            }
+            offsets.push(p as u32);
+        }
+    }
+    offsets
 }
 
 /// The bytes of a slice of plain numbers.
@@ -354,7 +374,7 @@ impl Csr {
                 let view = CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices };
                 view.validate("csr")?;
                 let profile = Profile::of(&self.ctx, &view)?;
-                self.mirror_from(&view)?;
+                self.mirror_from(&view, &profile.stats)?;
                 Ok(profile)
             }
         }
@@ -373,15 +393,17 @@ impl Csr {
     /// The CSC mirror on the device: built with the first check of a wrapped matrix, or on
     /// first use from one host copy of the structure.
     pub fn device_analysis(&self, stream: &Stream) -> Result<&DeviceAnalysis> {
+        let stats = &self.expect_valid(stream)?.stats; // a wrapped matrix's first check builds it too
         if let Some(done) = self.device_analysis.get() {
             return Ok(done);
         }
         let (indptr, indices) = self.download_structure(stream)?;
-        self.mirror_from(&CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices })
+        self.mirror_from(&CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices }, stats)
     }
 
-    /// Builds the CSC mirror from a host view of the structure and caches it.
-    fn mirror_from(&self, view: &CsrView<'_, i64>) -> Result<&DeviceAnalysis> {
+    /// Builds the CSC mirror (and the slice offsets where kept) from a host view of the
+    /// structure and caches it.
+    fn mirror_from(&self, view: &CsrView<'_, i64>, stats: &CsrStats) -> Result<&DeviceAnalysis> {
         let an = crate::cpu::analyse(view);
         let upload = |what: &str, bytes: &[u8]| self.ctx.upload(what, bytes);
         let colptr: Vec<i64> = an.colptr.iter().map(|&v| v as i64).collect();
@@ -391,6 +413,10 @@ impl Csr {
             colptr: upload("csr analysis", as_bytes(&colptr))?,
             rowind: upload("csr analysis", as_bytes(&rowind))?,
             perm: upload("csr analysis", as_bytes(&perm))?,
+            slice_offsets: match slice_offsets_kept(stats) {
+                true => Some(upload("csr analysis", as_bytes(&slice_offsets(view)))?),
+                false => None,
+            },
         };
         // Two threads may race to build it; either result is the same.
         let _ = self.device_analysis.set(built);
@@ -414,5 +440,20 @@ impl Csr {
     pub fn describe(&self) -> String {
         let kind = if matches!(self.weights, Weights::Homo(_)) { "homogeneous" } else { "heterogeneous" };
         format!("{} x {} csr ({} entries, {kind} {})", self.m, self.k, self.nnz, self.dtype.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_offsets_mark_each_rows_first_entry_per_slice() {
+        let w = SLICE_OUTPUTS as i32;
+        let indices = [0, 5, w, w, 2 * w + 1, w - 1, 2 * w];
+        let indptr = [0i64, 5, 5, 7];
+        let view = CsrView { m: 3, k: 2 * SLICE_OUTPUTS + 10, indptr: &indptr, indices: &indices };
+        // three slices: per row, the offsets where slices 0, 1, 2 begin and the row's length
+        assert_eq!(slice_offsets(&view), [0, 2, 4, 5, 0, 0, 0, 0, 0, 1, 1, 2]);
     }
 }

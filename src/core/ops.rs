@@ -129,6 +129,9 @@ pub fn spmm(
                 plan::SpmmT::Scatter => plan::can_scatter(a.dtype),
                 plan::SpmmT::RowWarpScatter => vector && plan::can_scatter(a.dtype),
                 plan::SpmmT::EventBits => kind == InputKind::Events && !vector,
+                plan::SpmmT::OutputSlices => {
+                    kind == InputKind::Events && vector && plan::slice_offsets_kept(&profile.stats)
+                }
                 _ => true,
             };
             let alg = gpu_plan(s, plan::choose_spmm_t(&profile.stats, y.cols, a.dtype, kind), fits)?;
@@ -147,27 +150,43 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
     y.expect_vector("y", out_len)?;
     list.expect_disjoint_from("y", y)?;
     disjoint_from_weights(("y", y), a)?;
-    a.expect_valid(s)?;
+    let stats = &a.expect_valid(s)?.stats;
     match s.ctx.backend {
         Backend::Cpu(_) => cpu::spmv_spikes(s, op, alpha, a, list.host_entries(neurons)?, beta, y),
         Backend::Cuda(_) => {
-            if !plan::can_scatter(a.dtype) {
+            // T sums in shared memory where the slice offsets are kept; the other kernels add
+            // spikes with atomics, which f16/bf16 lack at f32 accumulation
+            let slices = op == Op::T && plan::slice_offsets_kept(stats);
+            if !plan::can_scatter(a.dtype) && !slices {
                 return Err(Error::not_supported(format!(
                     "spmv on a spike list with {} weights: the GPU adds spikes with atomics, which {} lacks at f32 \
-                     accumulation; pass the spikes as events (the vector evs_compact_events reads)",
+                     accumulation (except for T on rows sorted by column and long enough for output_slices); pass \
+                     the spikes as events (the vector evs_compact_events reads)",
                     a.dtype.name(),
                     a.dtype.name()
                 )));
             }
-            // one algorithm each: a warp per listed line (a warp taking 32 listed lines, as
-            // `scatter` does for event vectors, walks them in series: 3-8x slower, measured)
+            // a warp per listed line otherwise (a warp taking 32 listed lines, as `scatter` does
+            // for event vectors, walks them in series: 3-8x slower, measured)
             match op {
-                Op::N => gpu_plan(s, plan::SpmmN::CscScatter, |alg| alg == plan::SpmmN::CscScatter).map(drop)?,
+                Op::N => {
+                    gpu_plan(s, plan::SpmmN::CscScatter, |alg| alg == plan::SpmmN::CscScatter)?;
+                    cuda::spmv_spikes_n(s, alpha, a, list, beta, y)
+                }
                 Op::T => {
-                    gpu_plan(s, plan::SpmmT::RowWarpScatter, |alg| alg == plan::SpmmT::RowWarpScatter).map(drop)?
+                    let chosen = if plan::output_slices_pay(stats) || !plan::can_scatter(a.dtype) {
+                        plan::SpmmT::OutputSlices
+                    } else {
+                        plan::SpmmT::RowWarpScatter
+                    };
+                    let alg = gpu_plan(s, chosen, |alg| match alg {
+                        plan::SpmmT::OutputSlices => slices,
+                        plan::SpmmT::RowWarpScatter => plan::can_scatter(a.dtype),
+                        _ => false,
+                    })?;
+                    cuda::spmv_spikes_t(s, alg, alpha, a, list, beta, y)
                 }
             }
-            cuda::spmv_spikes(s, op, alpha, a, list, beta, y)
         }
     }
 }

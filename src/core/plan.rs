@@ -132,6 +132,12 @@ algorithms! {
         CscGather = "csc_gather" on Both,
         /// Events with n > 1: `event_bits` of spmm N along the CSC mirror.
         EventBits = "event_bits" on Gpu,
+        /// spmv on events and spike lists, rows sorted by column: a block per slice of
+        /// `SLICE_OUTPUTS` outputs sums the live rows' entries in that slice in shared memory and
+        /// writes the slice once (no global atomics, no beta pass), any dtype; needs the rows'
+        /// slice offsets that analysis keeps where they are small beside the matrix
+        /// (`slice_offsets_kept`).
+        OutputSlices = "output_slices" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -317,6 +323,36 @@ pub struct SpmmTTable {
     /// Events scatter from this many stored entries up; below, one gather launch beats the
     /// scatter's two.
     pub scatter_nnz_min: usize,
+    /// Analysis keeps the rows' slice offsets (4 bytes per row and slice) when rows hold at
+    /// least this many entries per offset on average: at most 1/8 of the indices' memory.
+    pub entries_per_slice_offset_min: f64,
+    /// spmv on events runs `output_slices` from this many slices (blocks) up, when the offsets
+    /// are kept and the matrix holds `scatter_nnz_min` entries.
+    pub slices_min: usize,
+}
+
+/// Outputs one block of `output_slices` owns (kernels/sparse.cu, SLICE_OUTPUTS).
+pub const SLICE_OUTPUTS: usize = 4096;
+
+/// Slices of an output of `k` elements.
+pub fn slices(k: usize) -> usize {
+    k.div_ceil(SLICE_OUTPUTS)
+}
+
+/// Whether analysis keeps the slice offsets of a matrix (`output_slices` can run on it): rows
+/// sorted, long enough for the offsets to be small beside the indices, and short enough for
+/// 32-bit offsets.
+pub fn slice_offsets_kept(stats: &CsrStats) -> bool {
+    let offsets = (slices(stats.cols.lines) + 1) as f64;
+    stats.sorted_rows
+        && stats.nnz > 0
+        && stats.rows.mean >= SPMM_T.entries_per_slice_offset_min * offsets
+        && stats.rows.max < u32::MAX as usize
+}
+
+/// Whether `output_slices` is the choice for spmv on events and spike lists.
+pub fn output_slices_pay(stats: &CsrStats) -> bool {
+    slice_offsets_kept(stats) && stats.nnz >= SPMM_T.scatter_nnz_min && slices(stats.cols.lines) >= SPMM_T.slices_min
 }
 
 /// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm T"): events at
@@ -325,14 +361,26 @@ pub struct SpmmTTable {
 /// The row-warp threshold from the same table, same run: 500,000 rows of 2,000 at 0.4 %
 /// active, row_warp_scatter 61.6-61.7 µs against scatter 74.7-74.9 (graph-replayed); 400,000
 /// rows of 80 at 0.5 %, scatter 9.1 against 34.9.
-pub const SPMM_T: SpmmTTable = SpmmTTable { scatter_nnz_min: 1 << 20, row_warp_mean_min: 512.0 };
+///
+/// Output slices from `bench/probe_slices.cu` (graph µs, H100, homogeneous, spike lists):
+/// 500,000 rows of 2,000 at 0.4 %, 15.6 against 50.8 for row_warp_scatter; 100,000 of 1,000 at
+/// 1 % (25 slices), 10.0 against 16.6; 400,000 of 80 (98 slices, under one entry per row and
+/// slice), 7.6 against 5.5.
+pub const SPMM_T: SpmmTTable = SpmmTTable {
+    scatter_nnz_min: 1 << 20,
+    row_warp_mean_min: 512.0,
+    entries_per_slice_offset_min: 8.0,
+    slices_min: 16,
+};
 
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
 /// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
 /// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone).
 pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) -> SpmmT {
     let spmv_events = n == 1 && kind == InputKind::Events && can_scatter(dtype);
-    if spmv_events && stats.nnz >= SPMM_T.scatter_nnz_min && stats.rows.mean >= SPMM_T.row_warp_mean_min {
+    if n == 1 && kind == InputKind::Events && output_slices_pay(stats) {
+        SpmmT::OutputSlices
+    } else if spmv_events && stats.nnz >= SPMM_T.scatter_nnz_min && stats.rows.mean >= SPMM_T.row_warp_mean_min {
         SpmmT::RowWarpScatter
     } else if spmv_events && stats.nnz >= SPMM_T.scatter_nnz_min {
         SpmmT::Scatter
@@ -593,7 +641,7 @@ mod tests {
 
     fn stats(lengths: &[usize]) -> CsrStats {
         let rows = LengthStats::from_lengths(lengths.iter().copied());
-        CsrStats { nnz: lengths.iter().sum(), rows: rows.clone(), cols: rows }
+        CsrStats { nnz: lengths.iter().sum(), rows: rows.clone(), cols: rows, sorted_rows: true }
     }
 
     #[test]
@@ -635,6 +683,19 @@ mod tests {
         assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Float), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&small, 1, DType::F32, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&large, 1, DType::BF16, InputKind::Events), SpmmT::CscGather);
+        let wide = CsrStats { cols: LengthStats::from_lengths(std::iter::repeat_n(4, 500_000)), ..long.clone() };
+        assert!(output_slices_pay(&wide) && !output_slices_pay(&long) && slice_offsets_kept(&long));
+        for dtype in [DType::BF16, DType::F32] {
+            assert_eq!(choose_spmm_t(&wide, 1, dtype, InputKind::Events), SpmmT::OutputSlices);
+        }
+        assert_eq!(
+            choose_spmm_t(&CsrStats { sorted_rows: false, ..wide.clone() }, 1, DType::F32, InputKind::Events),
+            SpmmT::RowWarpScatter
+        );
+        assert!(!slice_offsets_kept(&CsrStats {
+            cols: LengthStats::from_lengths(std::iter::repeat_n(1, 400_000)),
+            ..large.clone()
+        }));
         assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
         assert_eq!(choose_dense_mm(Op::T, 1, InputKind::Events, true), DenseMm::MvColumnBlocks);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float, true), DenseMm::Tiled);

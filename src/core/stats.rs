@@ -61,6 +61,8 @@ pub struct CsrStats {
     pub nnz: usize,
     pub rows: LengthStats,
     pub cols: LengthStats,
+    /// Every row's column indices are in ascending order (duplicates allowed).
+    pub sorted_rows: bool,
 }
 
 impl CsrStats {
@@ -70,7 +72,8 @@ impl CsrStats {
         for &c in view.indices {
             per_col[c as usize] += 1;
         }
-        CsrStats { nnz: view.indices.len(), rows, cols: LengthStats::from_lengths(per_col.into_iter()) }
+        let sorted_rows = (0..view.m).all(|i| view.indices[view.row(i)].windows(2).all(|w| w[0] <= w[1]));
+        CsrStats { nnz: view.indices.len(), rows, cols: LengthStats::from_lengths(per_col.into_iter()), sorted_rows }
     }
 }
 
@@ -98,5 +101,17 @@ mod tests {
         let s = CsrStats::of(&view);
         assert_eq!((s.nnz, s.rows.max, s.cols.max), (5, 3, 3));
         assert_eq!(s.cols.histogram[0], 1); // column 2 is empty
+        assert!(s.sorted_rows);
+    }
+
+    #[test]
+    fn sorted_rows_allow_duplicates_and_not_descents() {
+        let stats = |indices: &[i32]| {
+            let indptr = [0i32, 2, indices.len() as i32];
+            CsrStats::of(&CsrView { m: 2, k: 4, indptr: &indptr, indices }).sorted_rows
+        };
+        assert!(stats(&[1, 3, 0, 3, 3]));
+        assert!(!stats(&[3, 1, 0, 3, 3]));
+        assert!(stats(&[3, 3, 0, 1]));
     }
 }

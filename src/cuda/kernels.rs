@@ -43,6 +43,8 @@ families! {
     SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
     SPMM_SCATTER = "spmm_scatter",
     SPMV_CSC_SCATTER = "spmv_csc_scatter",
+    SPMV_T_SLICES = "spmv_t_slices",
+    LIVE_ROWS = "live_rows",
     SPMM_N_BITS = "spmm_n_bits",
     SPMM_T_BITS = "spmm_t_bits",
     PACK_EVENTS = "pack_events",

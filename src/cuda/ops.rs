@@ -10,9 +10,9 @@ use crate::core::context::Stream;
 use crate::core::csr::{Csr, Profile, Weights};
 use crate::core::dense::Dense;
 use crate::core::ops::Product;
-use crate::core::plan::{can_scatter, plan_name, Algorithm, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
+use crate::core::plan::{self, can_scatter, plan_name, Algorithm, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
 use crate::core::spikes::{SpikeList, Spikes};
-use crate::core::{InputKind, Op};
+use crate::core::InputKind;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
@@ -217,6 +217,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
         SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc(s, a, args)?, a.k),
+        SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc(s, a, args)?)
@@ -257,18 +258,72 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
     )
 }
 
-/// spmv on a spike list (f32/f64), a warp per listed line after scaling y by beta: N, the
-/// listed columns along the CSC mirror (`csc_scatter`); T, the listed rows (`row_warp_scatter`).
-pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
+/// spmv N on a spike list (f32/f64): a warp per listed column along the CSC mirror
+/// (`csc_scatter`) after scaling y by beta.
+pub fn spmv_spikes_n(s: &Stream, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let args = list_args(list, Args { y: y.buf.addr(), ldy: y.ld as i64, n: 1, alpha, beta, ..csr_args(a) });
-    let (family, args) = match op {
-        Op::N => (SPMV_CSC_SCATTER, with_csc(s, a, args)?),
-        Op::T => (SPMV_ROW_WARP_SCATTER, args),
-    };
+    let args = with_csc(s, a, list_product_args(list, alpha, a, beta, y))?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
-    let function = gpu.kernel(family, Some(a.dtype), Some(DType::I32))?;
+    gpu.launch(stream, gpu.kernel(SPMV_CSC_SCATTER, Some(a.dtype), Some(DType::I32))?, list_warps(gpu, list), &args)
+}
+
+/// spmv T on a spike list: `output_slices`, or a warp per listed row (`row_warp_scatter`,
+/// f32/f64) after scaling y by beta.
+pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let args = list_product_args(list, alpha, a, beta, y);
+    if alg == SpmmT::OutputSlices {
+        return output_slices(s, a, args, Some(DType::I32));
+    }
+    scale_output(s, &args, (y.rows, 1), a.dtype)?;
+    let function = gpu.kernel(SPMV_ROW_WARP_SCATTER, Some(a.dtype), Some(DType::I32))?;
     gpu.launch(stream, function, list_warps(gpu, list), &args)
+}
+
+fn list_product_args(list: SpikeList, alpha: f64, a: &Csr, beta: f64, y: &Dense) -> Args {
+    list_args(list, Args { y: y.buf.addr(), ldy: y.ld as i64, n: 1, alpha, beta, ..csr_args(a) })
+}
+
+/// Threads of an `output_slices` block, and the most lists `live_rows` makes (kernels/sparse.cu,
+/// SLICE_THREADS, LIVE_LISTS_MAX).
+const SLICE_THREADS: u32 = 1024;
+const LIVE_LISTS_MAX: u64 = 512;
+/// Rows a `live_rows` block lists at least.
+const LIVE_LIST_ROWS_MIN: u64 = 2048;
+
+/// `output_slices`: a block per slice of the output, each blending its slice into y; the live
+/// rows from a spike list (`list` = I32) or from `live_rows`' lists (None).
+fn output_slices(s: &Stream, a: &Csr, args: Args, list: Option<DType>) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let offsets =
+        a.device_analysis(s)?.slice_offsets.as_ref().ok_or_else(|| {
+            Error::internal("output_slices ran on a matrix whose slice offsets analysis did not keep")
+        })?;
+    let grid = Grid::new((plan::slices(a.k) as u64, 1), (SLICE_THREADS, 1));
+    gpu.launch(stream, gpu.kernel(SPMV_T_SLICES, Some(a.dtype), list)?, grid, &Args { aux: offsets.addr(), ..args })
+}
+
+/// `output_slices` on an event vector: its live rows listed first (`live_rows`, up to
+/// LIVE_LISTS_MAX lists in the stream's scratch: their lengths, then the lists).
+fn output_slices_on_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let m = p.a.m as u64;
+    let lists = m.div_ceil(LIVE_LIST_ROWS_MIN).clamp(1, LIVE_LISTS_MAX);
+    let rows_per_list = m.div_ceil(lists).max(1);
+    let lengths = scratch(s, 4 * (LIVE_LISTS_MAX + lists * rows_per_list) as usize)?;
+    let rows = lengths + 4 * LIVE_LISTS_MAX;
+    let listing = Args {
+        x: args.x,
+        ldx: args.ldx,
+        m: m as i64,
+        n: rows_per_list as i64,
+        y: rows,
+        out2: lengths,
+        ..Args::default()
+    };
+    gpu.launch(stream, gpu.kernel(LIVE_ROWS, Some(p.x.dtype), None)?, Grid::new((lists, 1), (THREADS, 1)), &listing)?;
+    let listed = Args { x: rows, ldx: rows_per_list as i64, lines: lists as i64, spike_count: lengths, ..args };
+    output_slices(s, p.a, listed, None)
 }
 
 /// Batches that share one read of the weights and indices (kernels/yw2y.cu).
