@@ -168,6 +168,15 @@ template <> struct Inputs<SpikeList> {
     }
 };
 
+// The sum of v over lane `lane` and the lanes below it (the whole warp calls it).
+__device__ __forceinline__ int warp_inclusive_sum(int v, int lane) {
+    for (int o = 1; o < 32; o <<= 1) {
+        const int up = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += up;
+    }
+    return v;
+}
+
 // The live inputs of a block's candidates as a list in shared memory, a window of WINDOW
 // (list_window<A>() unless given) candidates at a time: f(indices, values, count) runs on every
 // thread of the block for each window, the list in candidate order. `candidate(c, index, value)` says whether
@@ -192,11 +201,7 @@ __device__ void block_lists(int64_t candidates, C candidate, F f) {
 #pragma unroll
         for (int j = 0; j < RUN; j++) live |= (unsigned)(first + j < candidates && candidate(first + j, index, value)) << j;
         const int count = __popc(live);
-        int below = count;  // inclusive scan of the counts over the warp
-        for (int o = 1; o < 32; o <<= 1) {
-            const int up = __shfl_up_sync(0xffffffffu, below, o);
-            if (lane >= o) below += up;
-        }
+        const int below = warp_inclusive_sum(count, lane);
         if (lane == 31) warp_offsets[warp] = below;
         __syncthreads();
         if (tid == 0) {

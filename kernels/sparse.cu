@@ -383,21 +383,10 @@ struct BlockRows {
         __shared__ int warp_sums[SLICE_THREADS / 32];
         const int i = threadIdx.x, lane = lane_id(), warp = i / 32;
         const int own = i < a.lines ? a.spike_count[i] : 0;
-        int sum = own;  // inclusive scan over the warp, then over the warps' sums
-        for (int o = 1; o < 32; o <<= 1) {
-            const int up = __shfl_up_sync(0xffffffffu, sum, o);
-            if (lane >= o) sum += up;
-        }
+        const int sum = warp_inclusive_sum(own, lane);  // over the warp, then over the warps' sums
         if (lane == 31) warp_sums[warp] = sum;
         __syncthreads();
-        if (warp == 0) {
-            int w = warp_sums[lane];
-            for (int o = 1; o < 32; o <<= 1) {
-                const int up = __shfl_up_sync(0xffffffffu, w, o);
-                if (lane >= o) w += up;
-            }
-            warp_sums[lane] = w;
-        }
+        if (warp == 0) warp_sums[lane] = warp_inclusive_sum(warp_sums[lane], lane);
         __syncthreads();
         if (i <= a.lines) start[i] = (warp ? warp_sums[warp - 1] : 0) + sum - own;
         __syncthreads();
