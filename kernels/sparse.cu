@@ -334,20 +334,17 @@ template <class A> __device__ __forceinline__ A slice_total(unsigned hits, const
 template <class A> __device__ __forceinline__ A slice_total(A sum, const Args&) { return sum; }
 
 // The entries of the staged segments [0, rows) added into the slice's sums (outputs from c0).
-// Work items are (segment, part): with fewer segments than the block has slots (lane groups x
-// U), each segment is cut into `parts` strided parts, so that a few live rows still fill it.
 template <class T, class Acc>
 __device__ void add_segments(const Args& a, Acc* sums, const int64_t* begin, const unsigned* len, int rows, int64_t c0) {
     constexpr int GROUPS = SLICE_THREADS / SLICE_LANES, U = SLICE_ROWS_AT_ONCE / (sizeof(Acc) / 4);  // f64: 4, no spills
-    const int parts = rows < GROUPS * U ? GROUPS * U / rows : 1, items = rows * parts, step = SLICE_LANES * parts;
     const int group = threadIdx.x / SLICE_LANES, sub = threadIdx.x % SLICE_LANES;
-    for (int i0 = group; i0 < items; i0 += GROUPS * U) {
+    for (int j0 = group; j0 < rows; j0 += GROUPS * U) {
         int64_t p[U], end[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const int i = i0 + u * GROUPS, j = i / parts;
-            p[u] = i < items ? begin[j] + (i % parts) * SLICE_LANES + sub : 0;
-            end[u] = i < items ? begin[j] + len[j] : 0;
+            const int j = j0 + u * GROUPS;
+            p[u] = j < rows ? begin[j] + sub : 0;
+            end[u] = j < rows ? begin[j] + len[j] : 0;
         }
         for (bool any = true; any;) {
             any = false;
@@ -359,7 +356,7 @@ __device__ void add_segments(const Args& a, Acc* sums, const int64_t* begin, con
                 out[u] = on ? (unsigned)(__ldcs(a.indices + p[u]) - c0) : SLICE_OUTPUTS;
                 term[u] = on ? slice_term<T, Acc>(a, p[u]) : Acc(0);
                 any |= on;
-                p[u] += step;
+                p[u] += SLICE_LANES;
             }
 #pragma unroll
             for (int u = 0; u < U; u++)
