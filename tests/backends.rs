@@ -589,18 +589,20 @@ fn dense_tensor_core_cases(p: &mut Pair) {
             let c = p.output(t, (2, m, n), beta);
             let c0 = read(&p.cpu.1, &c.cpu);
             let what = format!("dense tensor cores N {} W {m}x{k} (ld {ld}) S {} x{n}", t.name(), e.name());
-            if p.dense_events(Op::N, &what, &w, &x, &c, (alpha, beta)) {
-                if t == DType::F32 {
-                    let exact = dense_n_f64(&wv, &sv, (m, k, n), alpha, beta, &c0);
-                    // f32 sums err relative to the terms' magnitudes, not to a result that
-                    // cancellation made small (a 1 x 8 W once gave 1.6e-6 of the result's norm)
-                    let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
-                    let terms = dense_n_f64(&abs(&wv), &sv, (m, k, n), alpha.abs(), beta.abs(), &abs(&c0));
-                    let got = read(&p.dev.1, &c.dev);
-                    let err = got.iter().zip(&exact).map(|(g, x)| (g - x).powi(2)).sum::<f64>().sqrt();
-                    let norm = terms.iter().map(|x| x * x).sum::<f64>().sqrt();
-                    assert!(err <= 1e-6 * norm.max(1e-30), "{what}: error {} of the terms' norm against float64", err / norm);
-                }
+            if p.dense_events(Op::N, &what, &w, &x, &c, (alpha, beta)) && t == DType::F32 {
+                let exact = dense_n_f64(&wv, &sv, (m, k, n), alpha, beta, &c0);
+                // f32 sums err relative to the terms' magnitudes, not to a result that
+                // cancellation made small (a 1 x 8 W once gave 1.6e-6 of the result's norm)
+                let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+                let terms = dense_n_f64(&abs(&wv), &sv, (m, k, n), alpha.abs(), beta.abs(), &abs(&c0));
+                let got = read(&p.dev.1, &c.dev);
+                let err = got.iter().zip(&exact).map(|(g, x)| (g - x).powi(2)).sum::<f64>().sqrt();
+                let norm = terms.iter().map(|x| x * x).sum::<f64>().sqrt();
+                assert!(
+                    err <= 1e-6 * norm.max(1e-30),
+                    "{what}: error {} of the terms' norm against float64",
+                    err / norm
+                );
             }
         }
     }

@@ -1,5 +1,6 @@
 //! Raw memory regions: host or device, owned (allocated by evsparse) or borrowed (the caller's).
 
+use super::faults;
 use crate::cuda::DeviceMemory;
 use crate::error::{Error, Result};
 use std::alloc::Layout;
@@ -34,10 +35,12 @@ impl Buffer {
         }
         let layout = Layout::from_size_align(bytes, ALIGN)
             .map_err(|_| Error::value(format!("{what}: {bytes} bytes is too large")))?;
+        faults::before_allocation(what, bytes)?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr =
             NonNull::new(ptr).ok_or_else(|| Error::out_of_memory(format!("{what}: cannot allocate {bytes} bytes")))?;
+        faults::count_live(bytes as i64);
         Ok(Buffer { ptr, bytes, owner: Owner::Host(layout) })
     }
 
@@ -83,6 +86,7 @@ impl Drop for Buffer {
         if let Owner::Host(layout) = self.owner {
             // SAFETY: allocated in alloc_host with this layout.
             unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
+            faults::count_live(-(layout.size() as i64));
         }
         // Device memory returns to its pool when `owner` drops.
     }

@@ -4,6 +4,7 @@ pub mod bsr;
 pub mod context;
 pub mod csr;
 pub mod dense;
+pub mod faults;
 pub mod memory;
 pub mod ops;
 pub mod plan;

@@ -3,6 +3,7 @@
 //! the push/pop scope that keeps the caller's current context unchanged.
 
 use super::kernels::Kernels;
+use crate::core::faults;
 use crate::error::{Error, Result};
 use cudarc::driver::sys::{self, CUresult};
 use std::ffi::{c_void, CStr};
@@ -199,11 +200,13 @@ impl Gpu {
     fn alloc_uninit(self: &Arc<Gpu>, what: &str, bytes: usize) -> Result<DeviceMemory> {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
+            faults::before_allocation(what, bytes)?;
             let _scope = self.enter()?;
             // SAFETY: valid pool and out-pointer.
             check(unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.pool, self.setup) }, what)?;
+            faults::count_live(bytes as i64);
         }
-        Ok(DeviceMemory { gpu: self.clone(), ptr })
+        Ok(DeviceMemory { gpu: self.clone(), ptr, bytes })
     }
 
     /// Copies device bytes to the host, waiting for the copy (setup-time checks only).
@@ -315,6 +318,7 @@ impl Drop for Scope {
 pub struct DeviceMemory {
     gpu: Arc<Gpu>,
     pub ptr: u64,
+    bytes: usize,
 }
 
 impl Drop for DeviceMemory {
@@ -324,6 +328,7 @@ impl Drop for DeviceMemory {
                 // SAFETY: allocated from the pool in alloc_uninit and not freed before.
                 unsafe { sys::cuMemFreeAsync(self.ptr, LEGACY_STREAM) };
             }
+            faults::count_live(-(self.bytes as i64));
         }
     }
 }
