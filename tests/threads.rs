@@ -1,0 +1,127 @@
+//! Threads on one context (issue #13): 8 threads, each with its own stream, run 1,000 mixed
+//! calls (spmv and spmm N and T on floats, events and a spike list, compaction, yw2y, with
+//! arrays created and destroyed along the way) on matrices they share, and every result must
+//! equal the one the same call gave alone before the threads started. On EVS_TEST_DEVICE (cpu by
+//! default; cuda on the GPU check).
+
+mod common;
+
+use common::{encode, read, setup, upload};
+use evsparse::core::context::{Context, Stream};
+use evsparse::core::csr::{Csr, CsrShape};
+use evsparse::core::dense::Dense;
+use evsparse::core::spikes::SpikeList;
+use evsparse::core::{ops, InputKind, Op};
+use evsparse::dtype::DType;
+use std::sync::Arc;
+
+const THREADS: usize = 8;
+const CALLS: usize = 1000;
+const KINDS: usize = 6;
+
+/// The shared inputs: a matrix, a float vector, spikes as events and as a list.
+struct Inputs {
+    a: Csr,
+    x: Dense,
+    spikes: Dense,
+    list: Dense,
+    count: Dense,
+}
+
+const M: usize = 500;
+const K: usize = 400;
+
+fn inputs(ctx: &Arc<Context>, s: &Stream) -> Inputs {
+    let per_row = 9;
+    let indptr: Vec<i32> = (0..=M).map(|i| (i * per_row) as i32).collect();
+    let indices: Vec<i32> = (0..M * per_row).map(|p| ((p * 7919 + p / 3) % K) as i32).collect();
+    let weights = encode(DType::F32, &(0..indices.len()).map(|p| (p % 17) as f64 / 16.0).collect::<Vec<_>>());
+    let shape = CsrShape::new(M as i64, K as i64, indices.len() as i64, DType::I32, DType::F32).unwrap();
+    // SAFETY: the host arrays hold m + 1 indptr entries and nnz indices and weights.
+    let a = unsafe {
+        Csr::from_host(ctx, shape, indptr.as_ptr() as *const u8, indices.as_ptr(), Some(weights.as_ptr()), 0.0)
+    }
+    .unwrap();
+    ops::analyse(s, &a).unwrap();
+    let fired: Vec<f64> = (0..M).map(|i| (i % 23 == 0) as u8 as f64).collect();
+    let listed: Vec<f64> = (0..M).filter(|i| i % 23 == 0).map(|i| i as f64).collect();
+    Inputs {
+        x: upload(ctx, s, DType::F32, (1, K, 1), &(0..K).map(|i| (i % 5) as f64 - 2.0).collect::<Vec<_>>()),
+        spikes: upload(ctx, s, DType::Bool, (1, M, 1), &fired),
+        count: upload(ctx, s, DType::I32, (1, 1, 1), &[listed.len() as f64]),
+        list: upload(ctx, s, DType::I32, (1, listed.len(), 1), &listed),
+        a,
+    }
+}
+
+/// Call `kind` on fresh output arrays (created and destroyed here); its outputs as host values.
+fn call(ctx: &Arc<Context>, s: &Stream, d: &Inputs, kind: usize) -> Vec<f64> {
+    let out = |ndim, rows, cols| Dense::create(ctx, DType::F32, ndim, rows as i64, cols as i64).unwrap();
+    let y = match kind {
+        0 => {
+            let y = out(1, M, 1);
+            ops::spmm(s, Op::N, InputKind::Float, 1.0, &d.a, &d.x, 0.0, &y, true).unwrap();
+            y
+        }
+        1 => {
+            let y = out(1, K, 1);
+            ops::spmm(s, Op::T, InputKind::Events, 0.5, &d.a, &d.spikes, 0.0, &y, true).unwrap();
+            y
+        }
+        2 => {
+            let y = out(1, K, 1);
+            let list = SpikeList { indices: &d.list, count: &d.count };
+            ops::spmv_spikes(s, Op::T, 1.0, &d.a, list, 0.0, &y).unwrap();
+            y
+        }
+        3 => {
+            let b = Dense::create(ctx, DType::Bool, 2, M as i64, 3).unwrap();
+            b.fill(s, 1.0).unwrap();
+            let c = out(2, K, 3);
+            ops::spmm(s, Op::T, InputKind::Events, 1.0, &d.a, &b, 0.0, &c, false).unwrap();
+            c
+        }
+        4 => {
+            let indices = Dense::create(ctx, DType::I32, 1, M as i64, 1).unwrap();
+            let count = Dense::create(ctx, DType::I32, 1, 1, 1).unwrap();
+            ops::compact(s, &d.spikes, &indices, &count).unwrap();
+            let mut got = read(s, &count);
+            got.extend(read(s, &indices).into_iter().take(got[0] as usize));
+            return got;
+        }
+        _ => {
+            let y = out(1, d.a.nnz, 1);
+            ops::yw2y(s, Op::T, &d.a, None, 1.0, &d.x, 0.0, &y).unwrap();
+            y
+        }
+    };
+    read(s, &y)
+}
+
+#[test]
+fn eight_threads_with_their_own_streams_agree_with_one() {
+    let (ctx, s) = setup();
+    let shared = Arc::new(inputs(&ctx, &s));
+    let alone: Arc<Vec<Vec<f64>>> = Arc::new((0..KINDS).map(|kind| call(&ctx, &s, &shared, kind)).collect());
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (ctx, shared, alone) = (ctx.clone(), shared.clone(), alone.clone());
+            std::thread::spawn(move || {
+                let s = Stream::new(&ctx).unwrap();
+                for i in 0..CALLS {
+                    let kind = (i * 7 + t) % KINDS;
+                    let got = call(&ctx, &s, &shared, kind);
+                    let want = &alone[kind];
+                    // scatters add in any order on a GPU: equal to f32 rounding, not bitwise
+                    let close = got.len() == want.len()
+                        && got.iter().zip(want.iter()).all(|(g, w)| (g - w).abs() <= 1e-5 * (1.0 + w.abs()));
+                    assert!(close, "thread {t}, call {i} (kind {kind}) differs from the call alone");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a thread failed");
+    }
+    println!("{THREADS} threads x {CALLS} mixed calls on one context agreed with the calls alone");
+}
