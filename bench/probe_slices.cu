@@ -166,22 +166,12 @@ void launch_row_warps(Net& n, cudaStream_t s, int sms) {
     CK(cudaMemsetAsync(n.y, 0, n.k * 4, s));
     row_warps<<<sms * 8, 256, 0, s>>>(n);
 }
-template <int W, int T, int G, int U> void launch_slices(Net& n, cudaStream_t s, int) {
-    slices<W, T, G, U, false, false><<<n.S, T, 0, s>>>(n);
-}
-template <int W, int T, int G, int U> void launch_count_slices(Net& n, cudaStream_t s, int) {
-    slices<W, T, G, U, false, false, unsigned><<<n.S, T, 0, s>>>(n);
-}
-template <int W, int T, int G, int U> void launch_compact_count(Net& n, cudaStream_t s, int sms) {
-    compact_unordered<<<std::min((n.m + 255) / 256, sms * 8), 256, 0, s>>>(n);
-    slices<W, T, G, U, false, true, unsigned><<<n.S, T, 0, s>>>(n);
-}
-template <int W, int T, int G, int U> void launch_compact_slices(Net& n, cudaStream_t s, int sms) {
-    compact_unordered<<<std::min((n.m + 255) / 256, sms * 8), 256, 0, s>>>(n);
-    slices<W, T, G, U, false, true><<<n.S, T, 0, s>>>(n);
-}
-template <int W, int T, int G, int U> void launch_scan_slices(Net& n, cudaStream_t s, int) {
-    slices<W, T, G, U, true, false><<<n.S, T, 0, s>>>(n);
+// The slice kernel with sums of type Acc; COMPACT lists the events first (unordered), SCAN has
+// every block sweep the spikes itself.
+template <int W, int T, int G, int U, class Acc, bool COMPACT = false, bool SCAN = false>
+void launch_slices(Net& n, cudaStream_t s, int sms) {
+    if (COMPACT) compact_unordered<<<std::min((n.m + 255) / 256, sms * 8), 256, 0, s>>>(n);
+    slices<W, T, G, U, SCAN, COMPACT, Acc><<<n.S, T, 0, s>>>(n);
 }
 void launch_empty(Net&, cudaStream_t s, int) { empty_kernel<<<1, 32, 0, s>>>(); }
 
@@ -193,19 +183,19 @@ int main() {
     Variant variants[] = {
         {"empty kernel", false, 0, false, launch_empty},
         {"list row_warps+memset", false, 0, false, launch_row_warps},
-        {"list count 4k/1024 g16 u4", false, 4096, false, launch_count_slices<4096, 1024, 16, 4>},
-        {"list count 4k/1024 g16 u8", false, 4096, false, launch_count_slices<4096, 1024, 16, 8>},
-        {"list count 4k/1024 g8 u8", false, 4096, false, launch_count_slices<4096, 1024, 8, 8>},
-        {"list count 4k/1024 g32 u8", false, 4096, false, launch_count_slices<4096, 1024, 32, 8>},
-        {"list count 2k/512 g16 u8", false, 2048, false, launch_count_slices<2048, 512, 16, 8>},
-        {"list count 8k/1024 g16 u8", false, 8192, false, launch_count_slices<8192, 1024, 16, 8>},
-        {"ev compact+count 4k g16 u8", true, 4096, false, launch_compact_count<4096, 1024, 16, 8>},
-        {"ev compact+count 2k g16 u8", true, 2048, false, launch_compact_count<2048, 512, 16, 8>},
-        {"list slices 4k/1024 g16 u4", false, 4096, false, launch_slices<4096, 1024, 16, 4>},
-        {"list slices 4k/1024 g16 u8", false, 4096, false, launch_slices<4096, 1024, 16, 8>},
-        {"ev compact+slices 4k g16 u8", true, 4096, false, launch_compact_slices<4096, 1024, 16, 8>},
-        {"ev compact+slices 2k g16 u8", true, 2048, false, launch_compact_slices<2048, 512, 16, 8>},
-        {"ev scan slices 4k g16 u8", true, 4096, true, launch_scan_slices<4096, 1024, 16, 8>},
+        {"list count 4k/1024 g16 u4", false, 4096, false, launch_slices<4096, 1024, 16, 4, unsigned>},
+        {"list count 4k/1024 g16 u8", false, 4096, false, launch_slices<4096, 1024, 16, 8, unsigned>},
+        {"list count 4k/1024 g8 u8", false, 4096, false, launch_slices<4096, 1024, 8, 8, unsigned>},
+        {"list count 4k/1024 g32 u8", false, 4096, false, launch_slices<4096, 1024, 32, 8, unsigned>},
+        {"list count 2k/512 g16 u8", false, 2048, false, launch_slices<2048, 512, 16, 8, unsigned>},
+        {"list count 8k/1024 g16 u8", false, 8192, false, launch_slices<8192, 1024, 16, 8, unsigned>},
+        {"ev compact+count 4k g16 u8", true, 4096, false, launch_slices<4096, 1024, 16, 8, unsigned, true>},
+        {"ev compact+count 2k g16 u8", true, 2048, false, launch_slices<2048, 512, 16, 8, unsigned, true>},
+        {"list slices 4k/1024 g16 u4", false, 4096, false, launch_slices<4096, 1024, 16, 4, float>},
+        {"list slices 4k/1024 g16 u8", false, 4096, false, launch_slices<4096, 1024, 16, 8, float>},
+        {"ev compact+slices 4k g16 u8", true, 4096, false, launch_slices<4096, 1024, 16, 8, float, true>},
+        {"ev compact+slices 2k g16 u8", true, 2048, false, launch_slices<2048, 512, 16, 8, float, true>},
+        {"ev scan slices 4k g16 u8", true, 4096, true, launch_slices<4096, 1024, 16, 8, float, false, true>},
     };
     struct Case { int n, len; double rate; } cases[] = {
         {4000, 80, 0.005}, {400000, 80, 0.005}, {500000, 2000, 0.004}, {100000, 1000, 0.01}};

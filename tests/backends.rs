@@ -245,11 +245,7 @@ fn pattern(rng: &mut Rng) -> Pattern {
     let mut indices = vec![];
     for _ in 0..m {
         let len = if per_row == 0 || rng.below(5) == 0 { 0 } else { rng.below(2 * per_row) };
-        for _ in 0..len {
-            let dup = !indices.is_empty() && rng.below(6) == 0;
-            indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
-        }
-        indptr.push(indices.len() as i64);
+        push_row(rng, (&mut indptr, &mut indices), len, k, 6);
     }
     if rng.below(2) == 0 {
         sort_rows(&mut indices, &indptr);
@@ -261,6 +257,15 @@ impl Pattern {
     fn view(&self) -> CsrView<'_, i64> {
         CsrView { m: self.m, k: self.k, indptr: &self.indptr, indices: &self.indices }
     }
+}
+
+/// Appends a row of `len` random columns below k, one in `dup_in` repeating the entry before.
+fn push_row(rng: &mut Rng, (indptr, indices): (&mut Vec<i64>, &mut Vec<i32>), len: usize, k: usize, dup_in: usize) {
+    for _ in 0..len {
+        let dup = !indices.is_empty() && rng.below(dup_in) == 0;
+        indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
+    }
+    indptr.push(indices.len() as i64);
 }
 
 fn sort_rows(indices: &mut [i32], indptr: &[i64]) {
@@ -277,11 +282,7 @@ fn sliced_pattern(rng: &mut Rng) -> Pattern {
     let mut indices = vec![];
     for _ in 0..m {
         let len = if rng.below(6) == 0 { 0 } else { rng.below(2 * mean) };
-        for _ in 0..len {
-            let dup = !indices.is_empty() && rng.below(8) == 0;
-            indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
-        }
-        indptr.push(indices.len() as i64);
+        push_row(rng, (&mut indptr, &mut indices), len, k, 8);
     }
     sort_rows(&mut indices, &indptr);
     Pattern { m, k, indptr, indices }
@@ -302,11 +303,7 @@ fn skewed_pattern(rng: &mut Rng) -> Pattern {
         } else {
             rng.below(40)
         };
-        for _ in 0..len {
-            let dup = !indices.is_empty() && rng.below(8) == 0;
-            indices.push(if dup { *indices.last().unwrap() } else { rng.below(k) as i32 });
-        }
-        indptr.push(indices.len() as i64);
+        push_row(rng, (&mut indptr, &mut indices), len, k, 8);
     }
     Pattern { m, k, indptr, indices }
 }

@@ -270,11 +270,11 @@ pub fn spmv_spikes_n(s: &Stream, alpha: f64, a: &Csr, list: SpikeList, beta: f64
 /// spmv T on a spike list: `output_slices`, or a warp per listed row (`row_warp_scatter`,
 /// f32/f64) after scaling y by beta.
 pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
-    let (gpu, stream) = parts(s)?;
     let args = list_product_args(list, alpha, a, beta, y);
     if alg == SpmmT::OutputSlices {
         return output_slices(s, a, args, Some(DType::I32));
     }
+    let (gpu, stream) = parts(s)?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
     let function = gpu.kernel(SPMV_ROW_WARP_SCATTER, Some(a.dtype), Some(DType::I32))?;
     gpu.launch(stream, function, list_warps(gpu, list), &args)
