@@ -14,14 +14,15 @@ template <class T> __device__ void fill(const Args& a) {
         put_value((T*)a.y + (e / a.n) * a.ldy + e % a.n, a.alpha);
 }
 
-#define FILL(T, TN) extern "C" __global__ void __launch_bounds__(256) fill_##TN(Args a) { fill<T>(a); }
+#define FILL(T, TN) EVS_KERNEL(fill_##TN, (256), fill<T>)
 EVS_FOR_FLOATS(FILL)
 FILL(u8, bool)
 FILL(int, i32)
 FILL(int64_t, i64)
 
 // y[e] = (int32) x[e] for e < n; the values are known to fit.
-extern "C" __global__ void __launch_bounds__(256) narrow_i64_i32(Args a) {
+__device__ void narrow(const Args& a) {
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < a.n; e += (int64_t)gridDim.x * blockDim.x)
         ((int*)a.y)[e] = (int)((const int64_t*)a.x)[e];
 }
+EVS_KERNEL(narrow_i64_i32, (256), narrow)

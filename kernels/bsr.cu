@@ -252,15 +252,11 @@ template <class T, class TC> __device__ void bsrmm_wgmma_shapes(const TensorMap*
     }
 }
 
-#define BSRMM(T, TN, TC, TCN)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(256) bsrmm_simt_##TN##_##TCN(Args a) { bsrmm_simt<T, TC>(a); }
-#define BSRMM_TC(T, TN, TC, TCN)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(128) bsrmm_wmma_##TN##_##TCN(Args a) { bsrmm_wmma<T, TC>(a); }   \
-    extern "C" __global__ void __launch_bounds__(256) bsrmm_tiled_##TN##_##TCN(Args a) { bsrmm_tiled<T, TC>(a); }   \
-    extern "C" __global__ void __launch_bounds__(WG_THREADS, 1) bsrmm_wgmma_##TN##_##TCN(                          \
-        const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map, Args a) {                 \
-        bsrmm_wgmma_shapes<T, TC>(&a_map, &b_map, a);                                                                \
-    }
+#define BSRMM(T, TN, TC, TCN) EVS_KERNEL(bsrmm_simt_##TN##_##TCN, (256), (bsrmm_simt<T, TC>))
+#define BSRMM_TC(T, TN, TC, TCN)                                         \
+    EVS_KERNEL(bsrmm_wmma_##TN##_##TCN, (128), (bsrmm_wmma<T, TC>))     \
+    EVS_KERNEL(bsrmm_tiled_##TN##_##TCN, (256), (bsrmm_tiled<T, TC>))   \
+    EVS_MAPS_KERNEL(bsrmm_wgmma_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_shapes<T, TC>))
 #define BSRMM_OUTS(X, T, TN) X(T, TN, T, TN) X(T, TN, float, f32)
 BSRMM_OUTS(BSRMM, f16, f16)
 BSRMM_OUTS(BSRMM, bf16, bf16)

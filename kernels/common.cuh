@@ -13,6 +13,37 @@ typedef __half f16;
 typedef __nv_bfloat16 bf16;
 typedef unsigned char u8;
 
+// Programmatic dependent launch: on sm_90 the library launches every kernel with programmatic
+// stream serialization (src/cuda/launch.rs), so a kernel's blocks may start while the kernel
+// before it in the stream is still finishing, which hides most of the launch gap between the
+// small kernels of a simulation step. Every kernel therefore begins by waiting until the grids
+// before it have completed and their memory is visible: kernels are declared only through
+// EVS_KERNEL / EVS_MAPS_KERNEL, which put that wait first.
+__device__ __forceinline__ void wait_for_prior_grids() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Read by the host when it loads the module (src/cuda/driver.rs): 1 where the image the driver
+// picked for this device has the waits above, so launches may overlap their predecessors.
+#if __CUDA_ARCH__ >= 900
+extern "C" __device__ int evs_kernels_wait_for_prior_grids = 1;
+#else
+extern "C" __device__ int evs_kernels_wait_for_prior_grids = 0;
+#endif
+
+// A kernel `name(Args a)` with launch bounds `bounds` (parenthesised) that runs `body(a)`.
+#define EVS_KERNEL(name, bounds, body) \
+    extern "C" __global__ void __launch_bounds__ bounds name(Args a) { wait_for_prior_grids(); body(a); }
+// The same for kernels that take two TMA tensor maps before their Args.
+#define EVS_MAPS_KERNEL(name, bounds, body)                                                            \
+    extern "C" __global__ void __launch_bounds__ bounds name(const __grid_constant__ TensorMap map0,    \
+                                                             const __grid_constant__ TensorMap map1, Args a) { \
+        wait_for_prior_grids();                                                                        \
+        body(&map0, &map1, a);                                                                         \
+    }
+
 struct Args {
     const void* indptr;     // CSR/BSR row pointers (int32, or int64 when idx64)
     const int* indices;     // CSR/BSR column indices

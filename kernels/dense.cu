@@ -581,30 +581,23 @@ template <class T, class In> __device__ void rows_t(const Args& a) {
             if (c < a.n) blend((T*)a.y + i * a.ldy + c, acc[c], a);
 }
 
-#define DENSE_MV(T, TN, In, InN)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256) dense_mv_n_##TN##_##InN(Args a) { mv_n<T, In>(a); }         \
-    extern "C" __global__ void __launch_bounds__(256) dense_mv_t_##TN##_##InN(Args a) { mv_t<T, In>(a); }
-#define DENSE_MM(T, TN, In, InN)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256) dense_mm_n_##TN##_##InN(Args a) { mm<T, In, false>(a); }    \
-    extern "C" __global__ void __launch_bounds__(256) dense_mm_t_##TN##_##InN(Args a) { mm<T, In, true>(a); }
-#define DENSE_LISTS(T, TN)                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_##TN(Args a) { lists_n<T, 128>(a); } \
-    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_n_narrow_##TN(Args a) { lists_n<T, 64>(a); } \
-    extern "C" __global__ void __launch_bounds__(256) dense_mm_lists_t_##TN(Args a) { lists_t<T>(a); }
-#define DENSE_ROWS_T(T, TN, In, InN) \
-    extern "C" __global__ void __launch_bounds__(256) dense_mm_rows_t_##TN##_##InN(Args a) { rows_t<T, In>(a); }
+#define DENSE_MV(T, TN, In, InN)                                    \
+    EVS_KERNEL(dense_mv_n_##TN##_##InN, (256), (mv_n<T, In>)) \
+    EVS_KERNEL(dense_mv_t_##TN##_##InN, (256), (mv_t<T, In>))
+#define DENSE_MM(T, TN, In, InN)                                           \
+    EVS_KERNEL(dense_mm_n_##TN##_##InN, (256), (mm<T, In, false>)) \
+    EVS_KERNEL(dense_mm_t_##TN##_##InN, (256), (mm<T, In, true>))
+#define DENSE_LISTS(T, TN)                                                 \
+    EVS_KERNEL(dense_mm_lists_n_##TN, (256), (lists_n<T, 128>))           \
+    EVS_KERNEL(dense_mm_lists_n_narrow_##TN, (256), (lists_n<T, 64>))     \
+    EVS_KERNEL(dense_mm_lists_t_##TN, (256), lists_t<T>)
+#define DENSE_ROWS_T(T, TN, In, InN) EVS_KERNEL(dense_mm_rows_t_##TN##_##InN, (256), (rows_t<T, In>))
 #define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) \
     EVS_FOR_INPUTS(DENSE_ROWS_T, T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
-#define DENSE_WGMMA(T, TN)                                                                           \
-    extern "C" __global__ void __launch_bounds__(DW_THREADS, 1) dense_mm_wgmma_##TN(                \
-        const __grid_constant__ TensorMap w_map, const __grid_constant__ TensorMap e_map, Args a) { \
-        dense_wgmma_shapes<T>(&w_map, &e_map, a);                                                   \
-    }
+#define DENSE_WGMMA(T, TN) EVS_MAPS_KERNEL(dense_mm_wgmma_##TN, (DW_THREADS, 1), dense_wgmma_shapes<T>)
 DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)
-#define EVENT_MATRIX(TE, TEN, In, InN) \
-    extern "C" __global__ void __launch_bounds__(256) event_matrix_##TEN##_##InN(Args a) { event_matrix<TE, In>(a); }
+#define EVENT_MATRIX(TE, TEN, In, InN) EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))
 EVS_FOR_INPUTS(EVENT_MATRIX, f16, f16) EVS_FOR_INPUTS(EVENT_MATRIX, bf16, bf16)
-#define LIST_EVENTS(In, InN) \
-    extern "C" __global__ void __launch_bounds__(256) list_events_##InN(Args a) { list_events<In>(a); }
+#define LIST_EVENTS(In, InN) EVS_KERNEL(list_events_##InN, (256), list_events<In>)
 LIST_EVENTS(u8, bool) LIST_EVENTS(f16, f16) LIST_EVENTS(bf16, bf16) LIST_EVENTS(float, f32) LIST_EVENTS(double, f64)

@@ -50,8 +50,7 @@ template <class E> __device__ void compact(const Args& a) {
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) *(int*)a.out2 = (int)written;
 }
 
-#define COMPACT(E, EN) \
-    extern "C" __global__ void __launch_bounds__(COMPACT_THREADS) compact_##EN(Args a) { compact<E>(a); }
+#define COMPACT(E, EN) EVS_KERNEL(compact_##EN, (COMPACT_THREADS), compact<E>)
 COMPACT(u8, bool)
 COMPACT(f16, f16)
 COMPACT(bf16, bf16)

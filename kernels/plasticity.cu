@@ -46,14 +46,10 @@ template <class T, class In> __device__ void dense_post(const Args& a) {
     });
 }
 
-#define PLASTICITY(T, TN, E, EN)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) csr_pre_##TN##_##EN(Args a) {                                 \
-        warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>(a);                                                         \
-    }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) csr_post_##TN##_##EN(Args a) {                                \
-        warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>(a);                                                         \
-    }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) dense_pre_##TN##_##EN(Args a) { dense_pre<T, E>(a); }         \
-    extern "C" __global__ void __launch_bounds__(256) dense_post_##TN##_##EN(Args a) { dense_post<T, E>(a); }
+#define PLASTICITY(T, TN, E, EN)                                                                \
+    EVS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>))   \
+    EVS_KERNEL(csr_post_##TN##_##EN, (256), (warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>))  \
+    EVS_KERNEL(dense_pre_##TN##_##EN, (256), (dense_pre<T, E>))                                \
+    EVS_KERNEL(dense_post_##TN##_##EN, (256), (dense_post<T, E>))
 #define PLASTICITY_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(PLASTICITY, T, TN)
 EVS_FOR_FLOATS(PLASTICITY_ALL)

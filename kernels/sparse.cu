@@ -562,7 +562,7 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
     }
 }
 
-#define KERNEL(name, body) extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) name(Args a) { body(a); }
+#define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)
 #define GATHER(T, TN, In, InN)                                         \
     KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
     KERNEL(spmm_n_##TN##_##InN, (spmm_n_warp<T, In>))           \
@@ -594,13 +594,9 @@ EVS_FOR_FLOATS(BITS)
 #define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)
 PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64)
 
-#define SLICES(T, TN)                                                                                 \
-    extern "C" __global__ void __launch_bounds__(SLICE_THREADS) spmv_t_slices_##TN(Args a) {             \
-        output_slices<T, BlockRows>(a);                                                                  \
-    }                                                                                                    \
-    extern "C" __global__ void __launch_bounds__(SLICE_THREADS) spmv_t_slices_##TN##_i32(Args a) {       \
-        output_slices<T, SpikeRows>(a);                                                                  \
-    }
+#define SLICES(T, TN)                                                                   \
+    EVS_KERNEL(spmv_t_slices_##TN, (SLICE_THREADS), (output_slices<T, BlockRows>)) \
+    EVS_KERNEL(spmv_t_slices_##TN##_i32, (SLICE_THREADS), (output_slices<T, SpikeRows>))
 EVS_FOR_FLOATS(SLICES)
 #define LIVE_ROWS(In, InN) KERNEL(live_rows_##InN, live_rows<In>)
 LIVE_ROWS(u8, bool) LIVE_ROWS(f16, f16) LIVE_ROWS(bf16, bf16) LIVE_ROWS(float, f32) LIVE_ROWS(double, f64)

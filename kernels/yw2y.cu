@@ -133,7 +133,5 @@ template <class T> __device__ void yw2y_t(const Args& a) {
     }
 }
 
-#define YW2Y(T, TN)                                                                        \
-    extern "C" __global__ void __launch_bounds__(256) yw2y_n_##TN(Args a) { yw2y_n<T>(a); } \
-    extern "C" __global__ void __launch_bounds__(256) yw2y_t_##TN(Args a) { yw2y_t<T>(a); }
+#define YW2Y(T, TN) EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_t_##TN, (256), yw2y_t<T>)
 EVS_FOR_FLOATS(YW2Y)

@@ -63,6 +63,8 @@ pub struct Gpu {
     pub multiprocessors: u32,
     /// Compute capability as major * 10 + minor (90 for Hopper).
     pub compute_capability: u32,
+    /// Kernels may be launched with programmatic stream serialization (see `programmatic_launch`).
+    pub programmatic_launch: bool,
 }
 
 // SAFETY: the driver's handles are usable from any thread once their context is current, which
@@ -77,6 +79,34 @@ fn driver_missing() -> Option<String> {
         return Some("the CUDA driver library (libcuda.so) was not found: no NVIDIA driver on this machine".into());
     }
     None
+}
+
+/// The driver version from which launches with programmatic stream serialization are captured
+/// into graphs as programmatic edges (CUDA 12.3).
+const PROGRAMMATIC_CAPTURE_DRIVER: i32 = 12030;
+
+/// Whether kernels may start before the kernel ahead of them in the stream has finished
+/// (programmatic dependent launch): only where the image the driver loaded for this device has
+/// every kernel wait for its predecessors first (`evs_kernels_wait_for_prior_grids`, set by
+/// kernels/common.cuh on sm_90 and later), where the driver captures such launches into
+/// graphs, and unless `EVS_PROGRAMMATIC_LAUNCH=0` turns it off.
+///
+/// # Safety
+/// `module` is a loaded module, its context current.
+unsafe fn programmatic_launch(module: sys::CUmodule) -> bool {
+    if std::env::var("EVS_PROGRAMMATIC_LAUNCH").is_ok_and(|v| v == "0") {
+        return false;
+    }
+    let mut version = 0;
+    if sys::cuDriverGetVersion(&mut version) != CUresult::CUDA_SUCCESS || version < PROGRAMMATIC_CAPTURE_DRIVER {
+        return false;
+    }
+    let (mut flag, mut bytes, mut waits) = (0, 0, 0i32);
+    let name = c"evs_kernels_wait_for_prior_grids";
+    sys::cuModuleGetGlobal_v2(&mut flag, &mut bytes, module, name.as_ptr()) == CUresult::CUDA_SUCCESS
+        && bytes == 4
+        && sys::cuMemcpyDtoH_v2(&mut waits as *mut i32 as *mut c_void, flag, 4) == CUresult::CUDA_SUCCESS
+        && waits == 1
 }
 
 impl Gpu {
@@ -115,6 +145,7 @@ impl Gpu {
                 kernels: Kernels::empty(),
                 multiprocessors: 1,
                 compute_capability: 0,
+                programmatic_launch: false,
             };
             let _scope = Scope::enter(context)?;
             // cuModuleLoadData wants the image aligned like the fatbin header (8 bytes).
@@ -140,6 +171,7 @@ impl Gpu {
                 gpu.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).max(1) as u32;
             let (major, minor) = gpu.capability();
             gpu.compute_capability = major * 10 + minor;
+            gpu.programmatic_launch = programmatic_launch(gpu.module);
             Ok(Arc::new(gpu))
         }
     }

@@ -163,4 +163,21 @@ mod tests {
             }
         }
     }
+
+    /// Launches overlap their predecessors (programmatic dependent launch), which is safe only
+    /// because every kernel waits for them first: kernels are declared only through the entry
+    /// macros of common.cuh, which put that wait first.
+    #[test]
+    fn every_kernel_is_declared_through_the_waiting_entry_macros() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let declared = text.matches("__global__").count();
+            let allowed = if path.ends_with("common.cuh") { 2 } else { 0 };
+            assert_eq!(declared, allowed, "{}: declare kernels with EVS_KERNEL / EVS_MAPS_KERNEL", path.display());
+        }
+        let common = std::fs::read_to_string(format!("{dir}/common.cuh")).unwrap();
+        assert_eq!(common.matches("wait_for_prior_grids();").count(), 2, "both entry macros wait first");
+    }
 }
