@@ -208,6 +208,26 @@ __device__ __forceinline__ int warp_inclusive_sum(int v, int lane) {
     return v;
 }
 
+// The sum of v over the block's threads before this one (a block of THREADS threads calls it,
+// THREADS <= 1024), and their total in *total: warp sums, then one warp sums the warps' sums.
+template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
+    constexpr int WARPS = THREADS / 32;
+    __shared__ int warp_sums[WARPS];
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int inclusive = warp_inclusive_sum(v, lane);
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        const int sum = warp_inclusive_sum(lane < WARPS ? warp_sums[lane] : 0, lane);
+        if (lane < WARPS) warp_sums[lane] = sum;
+    }
+    __syncthreads();
+    const int below = (warp ? warp_sums[warp - 1] : 0) + inclusive - v;
+    *total = warp_sums[WARPS - 1];
+    __syncthreads();  // warp_sums is rewritten by the next call
+    return below;
+}
+
 // The live inputs of a block's candidates as a list in shared memory, a window of WINDOW
 // (list_window<A>() unless given) candidates at a time: f(indices, values, count) runs on every
 // thread of the block for each window, the list in candidate order. `candidate(c, index, value)` says whether
@@ -219,11 +239,10 @@ __device__ __forceinline__ int warp_inclusive_sum(int v, int lane) {
 template <class A> __host__ __device__ constexpr int list_window() { return sizeof(A) == 8 ? 2048 : 4096; }
 template <class A, int WINDOW = list_window<A>(), class C, class F>
 __device__ void block_lists(int64_t candidates, C candidate, F f) {
-    constexpr int RUN = WINDOW / LIST_THREADS, WARPS = LIST_THREADS / 32;
+    constexpr int RUN = WINDOW / LIST_THREADS;
     __shared__ int indices[WINDOW];
     __shared__ A values[WINDOW];
-    __shared__ int warp_offsets[WARPS + 1];  // list position of each warp's runs, then the count
-    const int tid = threadIdx.y * blockDim.x + threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
     for (int64_t base = 0; base < candidates; base += WINDOW) {
         const int64_t first = base + tid * RUN;
         unsigned live = 0;  // bit j: candidate first + j
@@ -231,26 +250,14 @@ __device__ void block_lists(int64_t candidates, C candidate, F f) {
         A value;
 #pragma unroll
         for (int j = 0; j < RUN; j++) live |= (unsigned)(first + j < candidates && candidate(first + j, index, value)) << j;
-        const int count = __popc(live);
-        const int below = warp_inclusive_sum(count, lane);
-        if (lane == 31) warp_offsets[warp] = below;
-        __syncthreads();
-        if (tid == 0) {
-            int sum = 0;
-            for (int w = 0; w < WARPS; w++) {
-                const int c = warp_offsets[w];
-                warp_offsets[w] = sum, sum += c;
-            }
-            warp_offsets[WARPS] = sum;
-        }
-        __syncthreads();
-        int at = warp_offsets[warp] + below - count;
+        int count;
+        int at = block_exclusive_sum<LIST_THREADS>(__popc(live), &count);
         for (; live; live &= live - 1) {
             candidate(first + __ffs(live) - 1, index, value);
             indices[at] = index, values[at] = value, at++;
         }
         __syncthreads();
-        f((const int*)indices, (const A*)values, warp_offsets[WARPS]);
+        f((const int*)indices, (const A*)values, count);
         __syncthreads();
     }
 }

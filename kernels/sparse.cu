@@ -377,17 +377,12 @@ struct SpikeRows {
 struct BlockRows {
     int start[LIVE_LISTS_MAX + 1];  // where each list begins in the concatenation, the total last
     __device__ int64_t count(const Args& a) {
-        __shared__ int warp_sums[SLICE_THREADS / 32];
-        const int i = threadIdx.x, lane = lane_id(), warp = i / 32;
-        const int own = i < a.lines ? a.spike_count[i] : 0;
-        const int sum = warp_inclusive_sum(own, lane);  // over the warp, then over the warps' sums
-        if (lane == 31) warp_sums[warp] = sum;
+        const int i = threadIdx.x;
+        int total;
+        const int before = block_exclusive_sum<SLICE_THREADS>(i < a.lines ? a.spike_count[i] : 0, &total);
+        if (i <= a.lines) start[i] = before;
         __syncthreads();
-        if (warp == 0) warp_sums[lane] = warp_inclusive_sum(warp_sums[lane], lane);
-        __syncthreads();
-        if (i <= a.lines) start[i] = (warp ? warp_sums[warp - 1] : 0) + sum - own;
-        __syncthreads();
-        return start[a.lines];
+        return total;
     }
     __device__ int64_t row(const Args& a, int64_t g) {
         int lo = 0, hi = (int)a.lines - 1;  // the last list that starts at or before g holds it

@@ -126,16 +126,26 @@ const LINE_BLOCKS_PER_SM: u64 = 8;
 const LINE_RUN_MIN: u64 = 8;
 const LINE_RUN_BLOCKS_PER_SM: u64 = 32;
 
+/// Outputs up to this many bytes are zeroed by the scaling kernel where launches overlap
+/// (programmatic launch), beyond it by a memset: the kernel's launch hides behind its
+/// neighbours' and a memset node stops that. Measured, whole step graph-replayed: 4,000 neurons
+/// (16 KB) 13.5 -> 12.7 µs with the kernel, 400,000 (1.6 MB) 38.0 -> 38.4 (bench/NOTES.md,
+/// "Programmatic dependent launch").
+const ZERO_BY_KERNEL_MAX: usize = 64 << 10;
+
 /// y = beta·y over `rows` x `cols` elements of `dtype` (skipped when beta = 1): the pass before
-/// a scatter's atomics. beta = 0 on a contiguous y is a memset (a memset node in a graph):
-/// 1 µs faster than the scaling kernel on 400,000 outputs (bench/NOTES.md, "Spike lists").
+/// a scatter's atomics. beta = 0 on a large contiguous y is a memset (a memset node in a
+/// graph): 1 µs faster than the scaling kernel on 400,000 outputs (bench/NOTES.md, "Spike
+/// lists").
 fn scale_output(s: &Stream, args: &Args, (rows, cols): (usize, usize), dtype: DType) -> Result<()> {
     if args.beta == 1.0 {
         return Ok(());
     }
     let (gpu, stream) = parts(s)?;
-    if args.beta == 0.0 && (args.ldy as usize == cols || rows <= 1) {
-        return zero_device(gpu, stream, args.y, rows * cols * dtype.size());
+    let bytes = rows * cols * dtype.size();
+    let small = gpu.programmatic_launch && bytes <= ZERO_BY_KERNEL_MAX;
+    if args.beta == 0.0 && (args.ldy as usize == cols || rows <= 1) && !small {
+        return zero_device(gpu, stream, args.y, bytes);
     }
     let scale = Args { m: rows as i64, n: cols as i64, ..*args };
     gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, (rows * cols) as u64), &scale)
