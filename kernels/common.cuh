@@ -228,6 +228,25 @@ template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
     return below;
 }
 
+// The active events among [start, stop) (event e at x[e * ldx]) listed in order into out, by a
+// block of THREADS threads; returns how many. A tile gives each thread RUN consecutive events
+// (their loads in flight together) and one block scan places the actives.
+template <int THREADS, int RUN, class E>
+__device__ int64_t list_active(const E* x, int64_t ldx, int64_t start, int64_t stop, int* out) {
+    int64_t listed = 0;
+    for (int64_t base = start; base < stop; base += THREADS * RUN) {
+        const int64_t first = base + threadIdx.x * RUN;
+        unsigned live = 0;  // bit j: event first + j
+#pragma unroll
+        for (int j = 0; j < RUN; j++) live |= (unsigned)(first + j < stop && active(x[(first + j) * ldx])) << j;
+        int total;
+        int at = block_exclusive_sum<THREADS>(__popc(live), &total);
+        for (; live; live &= live - 1) out[listed + at++] = (int)(first + __ffs(live) - 1);
+        listed += total;
+    }
+    return listed;
+}
+
 // The live inputs of a block's candidates as a list in shared memory, a window of WINDOW
 // (list_window<A>() unless given) candidates at a time: f(indices, values, count) runs on every
 // thread of the block for each window, the list in candidate order. `candidate(c, index, value)` says whether

@@ -2,8 +2,7 @@
 // out2, without a host round trip, in one launch. Block b owns the spikes [b * a.n, (b + 1) *
 // a.n): it counts the actives before its slice itself (every block reads the spikes before
 // its own, at most COMPACT_BLOCKS_MAX of them, so no scratch and no inter-block wait), then
-// sweeps its slice in tiles of COMPACT_RUN spikes per thread; one block scan of the threads'
-// counts places their actives, so indices come out in order. The last block writes the count.
+// lists its slice's actives in order (common.cuh, list_active). The last block writes the count.
 #include "common.cuh"
 
 #define COMPACT_THREADS 1024
@@ -23,21 +22,10 @@ template <class E> __device__ int64_t count_before(const Args& a, int64_t end) {
 }
 
 template <class E> __device__ void compact(const Args& a) {
-    constexpr int tile = COMPACT_THREADS * COMPACT_RUN;
-    int* out = (int*)a.y;
     const int64_t start = blockIdx.x * a.n, stop = min(a.m, start + a.n);
-    int64_t written = count_before<E>(a, start);  // uniform across the block
-    for (int64_t base = start; base < stop; base += tile) {
-        const int64_t first = base + threadIdx.x * COMPACT_RUN;
-        unsigned live = 0;  // bit j: spike first + j
-#pragma unroll
-        for (int j = 0; j < COMPACT_RUN; j++) live |= (unsigned)(first + j < stop && active(((const E*)a.x)[first + j])) << j;
-        int total;
-        int at = block_exclusive_sum<COMPACT_THREADS>(__popc(live), &total);
-        for (; live; live &= live - 1) out[written + at++] = (int)(first + __ffs(live) - 1);
-        written += total;
-    }
-    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) *(int*)a.out2 = (int)written;
+    const int64_t before = count_before<E>(a, start);  // uniform across the block
+    const int64_t mine = list_active<COMPACT_THREADS, COMPACT_RUN>((const E*)a.x, 1, start, stop, (int*)a.y + before);
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) *(int*)a.out2 = (int)(before + mine);
 }
 
 #define COMPACT(E, EN) EVS_KERNEL(compact_##EN, (COMPACT_THREADS), compact<E>)
