@@ -89,12 +89,16 @@ const PROGRAMMATIC_CAPTURE_DRIVER: i32 = 12030;
 /// (programmatic dependent launch): only where the image the driver loaded for this device has
 /// every kernel wait for its predecessors first (`evs_kernels_wait_for_prior_grids`, set by
 /// kernels/common.cuh on sm_90 and later), where the driver captures such launches into
-/// graphs, and unless `EVS_PROGRAMMATIC_LAUNCH=0` turns it off.
+/// graphs, and unless `EVS_PROGRAMMATIC_LAUNCH=0` turns it off or the process runs under
+/// compute-sanitizer (which sets NV_SANITIZER_INJECTION_PORT_BASE): its racecheck deadlocks on
+/// overlapping launches from several streams (8 threads x 300 spike-list spmv calls: hung past
+/// 35 s with them, 5 s without; bench/NOTES.md, "Programmatic dependent launch").
 ///
 /// # Safety
 /// `module` is a loaded module, its context current.
 unsafe fn programmatic_launch(module: sys::CUmodule) -> bool {
-    if std::env::var("EVS_PROGRAMMATIC_LAUNCH").is_ok_and(|v| v == "0") {
+    let turned_off = std::env::var("EVS_PROGRAMMATIC_LAUNCH").is_ok_and(|v| v == "0");
+    if turned_off || std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some() {
         return false;
     }
     let mut version = 0;
