@@ -1,25 +1,31 @@
 //! Fault injection (issue #13): a representative program (a context and stream, dense arrays, a
 //! CSR matrix, analysis, spmv and spmm N and T on floats, events and a spike list, compaction,
 //! plasticity, yw2y, csr→csc) runs once per allocation evsparse makes for its buffers, that
-//! allocation failing each time (`core::faults`). Every run must fail with
-//! EVS_ERROR_OUT_OF_MEMORY and a message naming the injected failure, leave no buffer alive once
-//! its handles are dropped, and the unarmed program must then run through. Its own test binary:
-//! the switch is process-wide. On EVS_TEST_DEVICE (cpu by default; cuda on the GPU check).
+//! allocation failing each time, then once per checked CUDA driver call, that call failing
+//! (`core::faults`). Every run must fail with the status of the fault (EVS_ERROR_OUT_OF_MEMORY,
+//! or EVS_ERROR_DEVICE for a driver call) and a message naming the injected failure, leave no
+//! buffer alive once its handles are dropped, and the unarmed program must then run through.
+//! Its own test binary, the tests one at a time: the switches are process-wide. On
+//! EVS_TEST_DEVICE (cpu by default, which makes no driver calls; cuda on the GPU check).
 
 mod common;
 
-use common::{encode, setup};
+use common::{encode, try_setup};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
 use evsparse::core::faults;
 use evsparse::core::spikes::{SpikeList, Spikes};
 use evsparse::core::{ops, InputKind, Op};
 use evsparse::dtype::DType;
-use evsparse::error::{Result, EVS_ERROR_OUT_OF_MEMORY};
+use evsparse::error::{Error, Result, EVS_ERROR_DEVICE, EVS_ERROR_OUT_OF_MEMORY};
+use std::sync::Mutex;
+
+/// Held by each test: the switches are process-wide.
+static SWITCHES: Mutex<()> = Mutex::new(());
 
 /// Every operation family once, from the context's creation to its handles' release.
 fn program() -> Result<()> {
-    let (ctx, s) = setup();
+    let (ctx, s) = try_setup()?;
     let (m, k, per_row) = (300usize, 200usize, 12usize);
     let indptr: Vec<i64> = (0..=m).map(|i| (i * per_row) as i64).collect();
     let indices: Vec<i32> = (0..m * per_row).map(|p| ((p * 7919) % k) as i32).collect();
@@ -56,24 +62,41 @@ fn program() -> Result<()> {
     s.synchronize()
 }
 
-#[test]
-fn every_allocation_failing_in_turn_reports_and_leaks_nothing() {
+/// Runs the program with fault `n` armed by `arm` for n = 0, 1, ... until it runs through;
+/// each failing run must report `status` for the injected fault and leave nothing alive.
+/// Returns how many faults were injected.
+fn each_fault_in_turn(arm: fn(Option<u64>), status: i32, what: &str) -> u64 {
+    let _one_at_a_time = SWITCHES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut failed = 0u64;
     loop {
-        faults::fail_allocation_after(Some(failed));
+        arm(Some(failed));
         let result = program();
-        faults::fail_allocation_after(None);
-        assert_eq!(faults::live_bytes(), 0, "allocation {failed} failing: buffers left alive");
+        arm(None);
+        assert_eq!(faults::live_bytes(), 0, "{what} {failed} failing: buffers left alive");
         match result {
             Ok(()) => break,
-            Err(e) => {
-                assert_eq!(e.status, EVS_ERROR_OUT_OF_MEMORY, "allocation {failed} failing: {e}");
-                assert!(e.message.contains("injected failure"), "allocation {failed} failing: {e}");
+            Err(Error { status: got, message }) => {
+                assert_eq!(got, status, "{what} {failed} failing: {message}");
+                assert!(message.contains("injected failure"), "{what} {failed} failing: {message}");
             }
         }
         failed += 1;
     }
-    assert!(failed >= 10, "the program made only {failed} allocations");
     program().unwrap();
+    failed
+}
+
+#[test]
+fn every_allocation_failing_in_turn_reports_and_leaks_nothing() {
+    let failed = each_fault_in_turn(faults::fail_allocation_after, EVS_ERROR_OUT_OF_MEMORY, "allocation");
+    assert!(failed >= 10, "the program made only {failed} allocations");
     println!("{failed} allocations failed in turn: each reported out of memory, none leaked");
+}
+
+#[test]
+fn every_driver_call_failing_in_turn_reports_and_leaks_nothing() {
+    let failed = each_fault_in_turn(faults::fail_driver_call_after, EVS_ERROR_DEVICE, "driver call");
+    let cuda = std::env::var("EVS_TEST_DEVICE").is_ok_and(|d| d == "cuda");
+    assert!(!cuda || failed >= 50, "the program made only {failed} checked driver calls");
+    println!("{failed} driver calls failed in turn: each reported a device error, none leaked");
 }

@@ -33,7 +33,15 @@ fn describe(r: CUresult) -> String {
 
 /// Maps a driver result to a status: out-of-memory to `EVS_ERROR_OUT_OF_MEMORY`, anything else
 /// to `EVS_ERROR_DEVICE`, with the driver's message.
-pub fn check(r: CUresult, what: &str) -> Result<()> {
+/// Makes driver call `f` and maps its result; a test may make it fail instead, without calling
+/// the driver (`core::faults::fail_driver_call_after`). Every checked driver call goes through
+/// here; the unchecked ones are the releases in Drop, which cannot report.
+pub fn call(what: &str, f: impl FnOnce() -> CUresult) -> Result<()> {
+    faults::before_driver_call(what)?;
+    check(f(), what)
+}
+
+fn check(r: CUresult, what: &str) -> Result<()> {
     match r {
         CUresult::CUDA_SUCCESS => Ok(()),
         CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(Error::out_of_memory(format!("{what}: {}", describe(r)))),
@@ -129,16 +137,16 @@ impl Gpu {
                 return Err(unavailable("cannot initialise the CUDA driver", r));
             }
             let mut count = 0;
-            check(sys::cuDeviceGetCount(&mut count), "context")?;
+            call("context", || sys::cuDeviceGetCount(&mut count))?;
             if ordinal >= count {
                 return Err(Error::device_unavailable(format!(
                     "context: CUDA device {ordinal} requested, but this machine has {count}"
                 )));
             }
             let mut device = 0;
-            check(sys::cuDeviceGet(&mut device, ordinal), "context")?;
+            call("context", || sys::cuDeviceGet(&mut device, ordinal))?;
             let mut context = std::ptr::null_mut();
-            check(sys::cuDevicePrimaryCtxRetain(&mut context, device), "context: retaining the primary context")?;
+            call("context: retaining the primary context", || sys::cuDevicePrimaryCtxRetain(&mut context, device))?;
             let mut gpu = Gpu {
                 ordinal,
                 device,
@@ -168,9 +176,9 @@ impl Gpu {
             props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
             props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
             props.location.id = ordinal;
-            check(sys::cuMemPoolCreate(&mut gpu.pool, &props), "context: creating the memory pool")?;
+            call("context: creating the memory pool", || sys::cuMemPoolCreate(&mut gpu.pool, &props))?;
             let non_blocking = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
-            check(sys::cuStreamCreate(&mut gpu.setup, non_blocking), "context: creating the setup stream")?;
+            call("context: creating the setup stream", || sys::cuStreamCreate(&mut gpu.setup, non_blocking))?;
             gpu.multiprocessors =
                 gpu.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).max(1) as u32;
             let (major, minor) = gpu.capability();
@@ -212,8 +220,8 @@ impl Gpu {
             let _scope = self.enter()?;
             // SAFETY: mem holds `bytes` bytes.
             unsafe {
-                check(sys::cuMemsetD8Async(mem.ptr, 0, bytes, self.setup), what)?;
-                check(sys::cuStreamSynchronize(self.setup), what)?;
+                call(what, || sys::cuMemsetD8Async(mem.ptr, 0, bytes, self.setup))?;
+                call(what, || sys::cuStreamSynchronize(self.setup))?;
             }
         }
         Ok(mem)
@@ -226,8 +234,10 @@ impl Gpu {
             let _scope = self.enter()?;
             // SAFETY: mem holds src.len() bytes.
             unsafe {
-                check(sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), self.setup), what)?;
-                check(sys::cuStreamSynchronize(self.setup), what)?;
+                call(what, || {
+                    sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), self.setup)
+                })?;
+                call(what, || sys::cuStreamSynchronize(self.setup))?;
             }
         }
         Ok(mem)
@@ -239,7 +249,7 @@ impl Gpu {
             faults::before_allocation(what, bytes)?;
             let _scope = self.enter()?;
             // SAFETY: valid pool and out-pointer.
-            check(unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.pool, self.setup) }, what)?;
+            call(what, || unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.pool, self.setup) })?;
             faults::count_live(bytes as i64);
         }
         Ok(DeviceMemory { gpu: self.clone(), ptr, bytes })
@@ -253,8 +263,8 @@ impl Gpu {
         let _scope = self.enter()?;
         // SAFETY: the caller vouches that src holds dst.len() bytes of device memory.
         unsafe {
-            check(sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr() as *mut c_void, src, dst.len(), stream), "download")?;
-            check(sys::cuStreamSynchronize(stream), "download")
+            call("download", || sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr() as *mut c_void, src, dst.len(), stream))?;
+            call("download", || sys::cuStreamSynchronize(stream))
         }
     }
 
@@ -268,7 +278,7 @@ impl Gpu {
         let mut data = [&mut memory_type as *mut u32 as *mut c_void, &mut ordinal as *mut i32 as *mut c_void];
         // SAFETY: two attributes with matching out-pointers. Unlike cuPointerGetAttribute, this
         // succeeds for memory CUDA does not know, leaving the memory type 0.
-        check(unsafe { sys::cuPointerGetAttributes(2, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr as u64) }, what)?;
+        call(what, || unsafe { sys::cuPointerGetAttributes(2, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr as u64) })?;
         if memory_type == 0 {
             return Err(Error::value(format!(
                 "{what}: pointer {ptr:p} is not memory CUDA knows (a CUDA context needs device pointers)"
@@ -334,7 +344,7 @@ impl Scope {
             return Ok(Scope { pushed: false });
         }
         // SAFETY: a retained primary context.
-        check(unsafe { sys::cuCtxPushCurrent_v2(context) }, "making the CUDA context current")?;
+        call("making the CUDA context current", || unsafe { sys::cuCtxPushCurrent_v2(context) })?;
         Ok(Scope { pushed: true })
     }
 }
@@ -390,7 +400,7 @@ impl GpuStream {
     pub fn create(gpu: &Arc<Gpu>) -> Result<GpuStream> {
         let _scope = gpu.enter()?;
         let mut raw = std::ptr::null_mut();
-        check(unsafe { sys::cuStreamCreate(&mut raw, 0) }, "stream")?;
+        call("stream", || unsafe { sys::cuStreamCreate(&mut raw, 0) })?;
         Ok(GpuStream { gpu: gpu.clone(), raw, owned: true, scratch: Mutex::default() })
     }
 
@@ -399,7 +409,7 @@ impl GpuStream {
         let _scope = gpu.enter()?;
         if !raw.is_null() && raw != LEGACY_STREAM {
             let mut owner = std::ptr::null_mut();
-            check(unsafe { sys::cuStreamGetCtx(raw, &mut owner) }, "stream: the native stream")?;
+            call("stream: the native stream", || unsafe { sys::cuStreamGetCtx(raw, &mut owner) })?;
             if owner != gpu.context {
                 return Err(Error::context_mismatch(format!(
                     "stream: native stream {raw:p} belongs to another CUDA context than device {}'s primary context",
@@ -412,7 +422,7 @@ impl GpuStream {
 
     pub fn synchronize(&self) -> Result<()> {
         let _scope = self.gpu.enter()?;
-        check(unsafe { sys::cuStreamSynchronize(self.raw) }, "stream synchronize")
+        call("stream synchronize", || unsafe { sys::cuStreamSynchronize(self.raw) })
     }
 
     /// The address of at least `bytes` bytes of scratch memory for the next launches on this

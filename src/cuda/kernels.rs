@@ -7,7 +7,7 @@
 //! instantiate stay empty. The module's functions are enumerated, not looked up by every
 //! possible name, so that no driver call fails (compute-sanitizer reports failed calls).
 
-use super::driver::{check, Function};
+use super::driver::{call, Function};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
@@ -117,13 +117,13 @@ impl Kernels {
             }
         }
         let mut count = 0;
-        check(sys::cuModuleGetFunctionCount(&mut count, module), "counting the kernels")?;
+        call("counting the kernels", || sys::cuModuleGetFunctionCount(&mut count, module))?;
         let mut functions = vec![std::ptr::null_mut(); count as usize];
-        check(sys::cuModuleEnumerateFunctions(functions.as_mut_ptr(), count, module), "listing the kernels")?;
+        call("listing the kernels", || sys::cuModuleEnumerateFunctions(functions.as_mut_ptr(), count, module))?;
         let mut table = vec![None; NAMES.len() * SLOTS * SLOTS];
         for f in functions {
             let mut cname = std::ptr::null();
-            check(sys::cuFuncGetName(&mut cname, f), "naming a kernel")?;
+            call("naming a kernel", || sys::cuFuncGetName(&mut cname, f))?;
             if let Some(&slot) = slots.get(CStr::from_ptr(cname).to_str().unwrap_or_default()) {
                 table[slot] = Some(Function(f));
             }

@@ -1,7 +1,7 @@
 //! Kernel arguments and launches. `Args` mirrors `struct Args` in kernels/common.cuh field for
 //! field (every field 8 bytes, so the layouts agree).
 
-use super::driver::{check, Function, Gpu};
+use super::driver::{call, Function, Gpu};
 use super::kernels::Family;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -118,7 +118,7 @@ impl TensorMap {
         let _scope = gpu.enter()?;
         // SAFETY: every array holds the rank's (2) entries, strides rank - 1; the encoder only
         // writes `map` and reads the arrays.
-        let r = unsafe {
+        call("encoding a TMA tensor map", || unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut map,
                 element,
@@ -133,8 +133,7 @@ impl TensorMap {
                 sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
-        };
-        check(r, "encoding a TMA tensor map")?;
+        })?;
         Ok(TensorMap(map))
     }
 }
@@ -235,8 +234,9 @@ impl Gpu {
         if shared_bytes > 0 {
             let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
             // SAFETY: a plain attribute of a loaded function, in its context.
-            let r = unsafe { sys::cuFuncSetAttribute(function.0, attribute, shared_bytes as i32) };
-            check(r, "sizing shared memory")?;
+            call("sizing shared memory", || unsafe {
+                sys::cuFuncSetAttribute(function.0, attribute, shared_bytes as i32)
+            })?;
         }
         // Every kernel waits for the grids before it first (kernels/common.cuh), so it may be
         // scheduled while its predecessor finishes: the launch gap between small kernels shrinks.
@@ -257,7 +257,8 @@ impl Gpu {
             numAttrs: self.programmatic_launch as u32,
         };
         // SAFETY: the caller vouches for params; config and the attribute outlive the call.
-        let r = unsafe { sys::cuLaunchKernelEx(&config, function.0, params.as_mut_ptr(), std::ptr::null_mut()) };
-        check(r, "launching a kernel")
+        call("launching a kernel", || unsafe {
+            sys::cuLaunchKernelEx(&config, function.0, params.as_mut_ptr(), std::ptr::null_mut())
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! One launch sequence per operation of SPEC §3, on the caller's stream. Arguments were checked
 //! by `core::ops`; nothing here allocates or waits on the host once a matrix is analysed.
 
-use super::driver::{check, Function};
+use super::driver::{call, Function};
 use super::kernels::*;
 use super::launch::{Args, Grid, TensorMap, MAX_GRID_Y, THREADS};
 use super::{parts, scratch};
@@ -778,14 +778,13 @@ fn zero_device(gpu: &super::Gpu, stream: sys::CUstream, dst: u64, bytes: usize) 
     }
     let _scope = gpu.enter()?;
     // SAFETY: dst holds `bytes` bytes (the checked output); word-aligned sizes clear by words.
-    let r = unsafe {
+    call("zeroing the output", || unsafe {
         if bytes % 4 == 0 && dst % 4 == 0 {
             sys::cuMemsetD32Async(dst, 0, bytes / 4, stream)
         } else {
             sys::cuMemsetD8Async(dst, 0, bytes, stream)
         }
-    };
-    check(r, "zeroing the output")
+    })
 }
 
 fn copy_device(gpu: &super::Gpu, stream: sys::CUstream, dst: u64, src: u64, bytes: usize) -> Result<()> {
@@ -794,7 +793,7 @@ fn copy_device(gpu: &super::Gpu, stream: sys::CUstream, dst: u64, src: u64, byte
     }
     let _scope = gpu.enter()?;
     // SAFETY: both regions hold `bytes` bytes (checked shapes).
-    check(unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream) }, "device copy")
+    call("device copy", || unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream) })
 }
 
 /// Writes `value` into every logical element.
@@ -820,14 +819,13 @@ pub unsafe fn copy_host(s: &Stream, d: &Dense, host: *mut u8, to_host: bool) -> 
     let _scope = gpu.enter()?;
     if pitch == row_bytes || d.rows == 1 {
         let bytes = row_bytes * d.rows;
-        return check(
+        return call(what, || {
             if to_host {
                 sys::cuMemcpyDtoHAsync_v2(host as _, device, bytes, stream)
             } else {
                 sys::cuMemcpyHtoDAsync_v2(device, host as _, bytes, stream)
-            },
-            what,
-        );
+            }
+        });
     }
     let (host_type, device_type) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
     let mut copy = sys::CUDA_MEMCPY2D {
@@ -853,5 +851,5 @@ pub unsafe fn copy_host(s: &Stream, d: &Dense, host: *mut u8, to_host: bool) -> 
         (copy.dstMemoryType, copy.dstHost, copy.dstDevice, copy.dstPitch) =
             (device_type, std::ptr::null_mut(), device, pitch);
     }
-    check(sys::cuMemcpy2DAsync_v2(&copy, stream), what)
+    call(what, || sys::cuMemcpy2DAsync_v2(&copy, stream))
 }

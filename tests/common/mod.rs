@@ -34,14 +34,19 @@ impl Rng {
 
 /// A context on EVS_TEST_DEVICE (cpu by default; cuda or default), and a stream on it.
 pub fn setup() -> (Arc<Context>, Stream) {
+    try_setup().unwrap()
+}
+
+/// The same, failing with the library's error.
+pub fn try_setup() -> evsparse::error::Result<(Arc<Context>, Stream)> {
     let kind = match std::env::var("EVS_TEST_DEVICE").as_deref() {
         Ok("cuda") => EVS_DEVICE_CUDA,
         Ok("default") => EVS_DEVICE_DEFAULT,
         _ => EVS_DEVICE_CPU,
     };
-    let ctx = Context::new(kind, 0).unwrap();
-    let stream = Stream::new(&ctx).unwrap();
-    (ctx, stream)
+    let ctx = Context::new(kind, 0)?;
+    let stream = Stream::new(&ctx)?;
+    Ok((ctx, stream))
 }
 
 /// Host values as the bytes of dtype `t`.
