@@ -8,7 +8,9 @@
  * a rejected one must leave its output untouched. The other rounds do the same with dense
  * mv / mm (W times events or floats). A third of the vector rounds pass a spike list instead
  * (evs_spmv_spikes, evs_dense_mv_spikes: repeated indices, garbage past the count, sometimes
- * an index out of range or a count outside [0, capacity], which both sides must reject).
+ * an index out of range or a count outside [0, capacity], which both sides must reject). A
+ * quarter of the rounds run CSR plasticity (pre or post, events or a spike list) against a
+ * model written here, faults included (homogeneous weights, crossed bounds, a wrong trace).
  *
  *   fuzz [seconds [seed]]   (seconds of CPU time, default 10; seed default fresh, printed so that
  *                            a failure can be replayed)
@@ -274,6 +276,79 @@ static void round_dense(Side fast, Side ref) {
     free(w), free(x), free(l.indices);
 }
 
+/* w + add in the weights' precision, clipped to [lo, hi]. */
+static double clip_add(evs_dtype t, double w, double add, double lo, double hi) {
+    double v = t == EVS_DTYPE_F32 ? (double)((float)w + (float)add) : w + add;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* One CSR plasticity round (pre or post, on events or a spike list) against a model in this
+ * file: each stored weight gets clip(w + trace) once per occurrence of its row (pre) or column
+ * (post) among the active neurons. A homogeneous matrix, crossed bounds, a trace of the wrong
+ * length or (CPU) a bad list must be rejected, the weights untouched. */
+static void round_plasticity(Side fast) {
+    Pattern p = pattern();
+    evs_dtype t = below(2) ? EVS_DTYPE_F32 : EVS_DTYPE_F64;
+    int post = (int)below(2), spikes = (int)below(2), homo = below(16) == 0, crossed = below(16) == 0;
+    int64_t neurons = post ? p.k : p.m, trace_len = (post ? p.m : p.k) + (below(16) == 0);
+    double w_min = below(3) == 0 ? -INFINITY : -0.5, w_max = below(3) == 0 ? INFINITY : 0.5;
+    if (crossed) w_min = 0.5, w_max = -0.5;
+    evs_dtype et = below(2) ? EVS_DTYPE_BOOL : t;
+    void *w = values(t, p.nnz, 0), *trace = values(t, trace_len, 0), *events = values(et, neurons, 1);
+    List l = spike_list(neurons);
+    int64_t *times = calloc((size_t)neurons + 1, sizeof(int64_t)); /* occurrences of each neuron */
+    int list_ok = !spikes || (l.count >= 0 && l.count <= l.capacity);
+    for (int64_t i = 0; spikes && list_ok && i < l.count; i++) {
+        if (l.indices[i] < 0 || l.indices[i] >= neurons) list_ok = 0;
+        else times[l.indices[i]]++;
+    }
+    for (int64_t i = 0; !spikes && i < neurons; i++)
+        times[i] = et == EVS_DTYPE_BOOL ? ((unsigned char *)events)[i] != 0 : get(et, events, i) > 0;
+    int faults = homo + crossed + (trace_len != (post ? p.m : p.k)) + !list_ok;
+    Output o = output(t, p.nnz); /* side[1]: the model; before: the weights as created */
+    memcpy(o.side[0], w, o.bytes), memcpy(o.side[1], w, o.bytes), memcpy(o.before, w, o.bytes);
+    for (int64_t i = 0; !p.broken && i < p.m; i++)
+        for (int64_t j = p.indptr[i]; j < p.indptr[i + 1]; j++) {
+            int64_t neuron = post ? p.indices[j] : i, source = post ? i : p.indices[j];
+            double v = get(t, o.side[1], j);
+            for (int64_t r = 0; r < times[neuron]; r++) v = clip_add(t, v, get(t, trace, source), w_min, w_max);
+            if (t == EVS_DTYPE_F64) ((double *)o.side[1])[j] = v;
+            else ((float *)o.side[1])[j] = (float)v;
+        }
+    struct evs_csr *a = NULL;
+    evs_status made = evs_csr_create(fast.ctx, p.m, p.k, p.nnz, EVS_DTYPE_I64, p.indptr, p.indices, t,
+                                     homo ? NULL : w, 0.75, &a);
+    if ((made != EVS_SUCCESS) != p.broken) FAIL("csr_create: status %d for a %s matrix", made, p.broken ? "broken" : "valid");
+    if (made == EVS_SUCCESS) {
+        struct evs_dense *ht = NULL, *he = NULL, *hi = NULL, *hn = NULL, *view = NULL;
+        if (evs_dense_wrap_vector(fast.ctx, t, trace_len, trace, &ht) ||
+            evs_dense_wrap_vector(fast.ctx, et, neurons, events, &he))
+            FAIL("wrap: %s", evs_last_error());
+        wrap_list(fast.ctx, &l, &hi, &hn);
+        evs_status status =
+            spikes ? (post ? evs_csr_plasticity_post_spikes : evs_csr_plasticity_pre_spikes)(fast.st, a, hi, hn, ht, w_min, w_max)
+                   : (post ? evs_csr_plasticity_post : evs_csr_plasticity_pre)(fast.st, a, he, ht, w_min, w_max);
+        expect_message(status);
+        if ((status == EVS_SUCCESS) != (faults == 0))
+            FAIL("csr plasticity %s%s: status %d with %d faults (%s)", post ? "post" : "pre", spikes ? " spike list" : "",
+                 status, faults, evs_last_error());
+        accepted += status == EVS_SUCCESS;
+        if (!homo) {
+            if (evs_csr_weights(a, &view) || evs_dense_copy_to_host(fast.st, view, o.side[0], p.nnz))
+                FAIL("reading the weights: %s", evs_last_error());
+            if (status != EVS_SUCCESS) memcpy(o.side[1], o.before, o.bytes); /* rejected: untouched */
+            for (int64_t j = 0; j < p.nnz; j++)
+                if (!(fabs(get(t, o.side[0], j) - get(t, o.side[1], j)) <= rounding(t) * 1e-2))
+                    FAIL("csr plasticity %s: w[%lld] = %g, the model %g", post ? "post" : "pre", (long long)j,
+                         get(t, o.side[0], j), get(t, o.side[1], j));
+        }
+        evs_dense_destroy(ht), evs_dense_destroy(he), evs_dense_destroy(hi), evs_dense_destroy(hn);
+        evs_dense_destroy(view), evs_csr_destroy(a);
+    }
+    free(o.side[0]), free(o.side[1]), free(o.before);
+    free(w), free(trace), free(events), free(times), free(p.indptr), free(p.indices), free(l.indices);
+}
+
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 10.0;
     seed = argc > 2 ? strtoull(argv[2], NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)clock();
@@ -282,8 +357,11 @@ int main(int argc, char **argv) {
     Side fast = side(NULL), ref = side("spmm_n:reference,spmm_t:reference,dense_mm:reference");
     clock_t end = clock() + (clock_t)(seconds * CLOCKS_PER_SEC);
     for (round_no = 0; clock() < end; round_no++) {
-        if (below(3) == 0) round_dense(fast, ref);
-        else round_sparse(fast, ref);
+        switch (below(4)) {
+        case 0: round_dense(fast, ref); break;
+        case 1: round_plasticity(fast); break;
+        default: round_sparse(fast, ref);
+        }
     }
     printf("fuzz: %llu rounds passed (%llu calls accepted, the others rejected)\n", (unsigned long long)round_no,
            (unsigned long long)accepted);
