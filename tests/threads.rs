@@ -1,8 +1,8 @@
-//! Threads on one context (issue #13): 8 threads, each with its own stream, run 1,000 mixed
-//! calls (spmv and spmm N and T on floats, events and a spike list, compaction, yw2y, with
-//! arrays created and destroyed along the way) on matrices they share, and every result must
-//! equal the one the same call gave alone before the threads started. On EVS_TEST_DEVICE (cpu by
-//! default; cuda on the GPU check).
+//! Threads on one context (issue #13): 8 threads, each with its own stream or all on one, run
+//! 1,000 mixed calls (spmv and spmm N and T on floats, events and a spike list, compaction,
+//! yw2y, with arrays created and destroyed along the way) on matrices they share, and every
+//! result must equal the one the same call gave alone before the threads started. On
+//! EVS_TEST_DEVICE (cpu by default; cuda on the GPU check).
 
 mod common;
 
@@ -111,20 +111,23 @@ fn call(ctx: &Arc<Context>, s: &Stream, d: &Inputs, kind: usize) -> Vec<f64> {
     read(s, &y)
 }
 
-#[test]
-fn eight_threads_with_their_own_streams_agree_with_one() {
+/// THREADS threads run `calls` mixed calls each, on their own streams or on one stream they
+/// share, and every result must equal the same call's alone.
+fn threads_agree_with_one(share_one_stream: bool) {
     let (ctx, s) = setup();
     let calls = calls();
     let shared = Arc::new(inputs(&ctx, &s));
     let alone: Arc<Vec<Vec<f64>>> = Arc::new((0..KINDS).map(|kind| call(&ctx, &s, &shared, kind)).collect());
+    let common = Arc::new(Stream::new(&ctx).unwrap());
     let workers: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (ctx, shared, alone) = (ctx.clone(), shared.clone(), alone.clone());
+            let (ctx, shared, alone, common) = (ctx.clone(), shared.clone(), alone.clone(), common.clone());
             std::thread::spawn(move || {
-                let s = Stream::new(&ctx).unwrap();
+                let own = (!share_one_stream).then(|| Stream::new(&ctx).unwrap());
+                let s = own.as_ref().unwrap_or(&common);
                 for i in 0..calls {
                     let kind = only_kind().unwrap_or((i * 7 + t) % KINDS);
-                    let got = call(&ctx, &s, &shared, kind);
+                    let got = call(&ctx, s, &shared, kind);
                     let want = &alone[kind];
                     // scatters add in any order on a GPU: equal to f32 rounding, not bitwise
                     let close = got.len() == want.len()
@@ -137,5 +140,19 @@ fn eight_threads_with_their_own_streams_agree_with_one() {
     for w in workers {
         w.join().expect("a thread failed");
     }
-    println!("{THREADS} threads x {calls} mixed calls on one context agreed with the calls alone");
+    let streams = if share_one_stream { "one shared stream" } else { "their own streams" };
+    println!("{THREADS} threads x {calls} mixed calls on {streams} agreed with the calls alone");
+}
+
+#[test]
+fn eight_threads_with_their_own_streams_agree_with_one() {
+    threads_agree_with_one(false);
+}
+
+/// Calls that queue several launches through the stream's scratch (spmm on bool events: packed
+/// bits, then the product) hold it until all are queued, so threads sharing the stream cannot
+/// queue theirs in between.
+#[test]
+fn eight_threads_sharing_one_stream_agree_with_one() {
+    threads_agree_with_one(true);
 }

@@ -391,6 +391,12 @@ pub struct GpuStream {
 /// The smallest scratch block a stream allocates.
 const SCRATCH_MIN: usize = 1 << 16;
 
+/// A stream's scratch memory, its address in `ptr`, leased to one call (`GpuStream::scratch`).
+pub struct Scratch<'a> {
+    pub ptr: u64,
+    _lease: std::sync::MutexGuard<'a, Vec<(usize, DeviceMemory)>>,
+}
+
 // SAFETY: CUstream handles may be used from any thread.
 unsafe impl Send for GpuStream {}
 unsafe impl Sync for GpuStream {}
@@ -425,24 +431,26 @@ impl GpuStream {
         call("stream synchronize", || unsafe { sys::cuStreamSynchronize(self.raw) })
     }
 
-    /// The address of at least `bytes` bytes of scratch memory for the next launches on this
-    /// stream (calls on one stream run in order, so they share it). Reused while large enough;
-    /// a larger request allocates a block of twice its size (host-synchronous, as setup is).
-    /// Earlier blocks are kept until the stream is destroyed, so that a graph captured with one
-    /// still runs on valid memory.
-    pub fn scratch(&self, bytes: usize) -> Result<u64> {
+    /// At least `bytes` bytes of scratch memory for the next launches on this stream (calls on
+    /// one stream run in order, so they share it), leased until the lease drops: a call keeps it
+    /// while it queues the launches that use it, so that threads sharing the stream cannot queue
+    /// theirs in between. Reused while large enough; a larger request allocates a block of twice
+    /// its size (host-synchronous, as setup is). Earlier blocks are kept until the stream is
+    /// destroyed, so that a graph captured with one still runs on valid memory.
+    pub fn scratch(&self, bytes: usize) -> Result<Scratch<'_>> {
         let mut held = self.scratch.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        match held.last() {
-            Some((size, mem)) if *size >= bytes => Ok(mem.ptr),
-            _ if bytes == 0 => Ok(0),
+        let ptr = match held.last() {
+            Some((size, mem)) if *size >= bytes => mem.ptr,
+            _ if bytes == 0 => 0,
             _ => {
                 let size = bytes.saturating_mul(2).max(SCRATCH_MIN);
                 let mem = self.gpu.alloc("stream scratch", size)?;
                 let ptr = mem.ptr;
                 held.push((size, mem));
-                Ok(ptr)
+                ptr
             }
-        }
+        };
+        Ok(Scratch { ptr, _lease: held })
     }
 }
 

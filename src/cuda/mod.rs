@@ -7,7 +7,7 @@ mod kernels;
 mod launch;
 mod ops;
 
-pub use driver::{DeviceMemory, Gpu, GpuStream};
+pub use driver::{DeviceMemory, Gpu, GpuStream, Scratch};
 pub use ops::*;
 
 use crate::core::context::{Backend, Stream};
@@ -40,8 +40,8 @@ pub(crate) fn parts(s: &Stream) -> Result<(&Arc<Gpu>, cudarc::driver::sys::CUstr
     }
 }
 
-/// At least `bytes` bytes of the stream's scratch memory (see `GpuStream::scratch`).
-pub(crate) fn scratch(s: &Stream, bytes: usize) -> Result<u64> {
+/// At least `bytes` bytes of the stream's scratch memory, leased (see `GpuStream::scratch`).
+pub(crate) fn scratch(s: &Stream, bytes: usize) -> Result<Scratch<'_>> {
     match &s.gpu {
         Some(native) => native.scratch(bytes),
         None => Err(Error::internal("scratch memory was asked of a stream without a GPU")),

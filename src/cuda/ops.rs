@@ -247,7 +247,8 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
     let (b_rows, n) = (p.x.rows as u64, p.y.cols as u64);
     let tiles = n.div_ceil(BITS_COLS);
     let words = tiles * BITS_WORDS;
-    let bits = scratch(s, (b_rows * words * 4) as usize)?;
+    let scratch = scratch(s, (b_rows * words * 4) as usize)?; // held until both launches are queued
+    let bits = scratch.ptr;
     let pack = Args {
         x: args.x,
         ldx: args.ldx,
@@ -320,8 +321,8 @@ fn output_slices_on_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
     let m = p.a.m as u64;
     let lists = m.div_ceil(LIVE_LIST_ROWS_MIN).clamp(1, LIVE_LISTS_MAX);
     let rows_per_list = m.div_ceil(lists).max(1);
-    let lengths = scratch(s, 4 * (LIVE_LISTS_MAX + lists * rows_per_list) as usize)?;
-    let rows = lengths + 4 * LIVE_LISTS_MAX;
+    let scratch = scratch(s, 4 * (LIVE_LISTS_MAX + lists * rows_per_list) as usize)?; // held until both launches are queued
+    let (lengths, rows) = (scratch.ptr, scratch.ptr + 4 * LIVE_LISTS_MAX);
     let listing = Args {
         x: args.x,
         ldx: args.ldx,
@@ -475,8 +476,8 @@ fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_
     let chunk = if transposed { 256 } else { 128 };
     let chunks = k.div_ceil(chunk);
     let counts_bytes = (chunks * n * 4).next_multiple_of(chunk); // the lists start aligned (16-byte heads)
-    let counts = scratch(s, (counts_bytes + chunks * n * chunk) as usize)?;
-    let lists = counts + counts_bytes;
+    let scratch = scratch(s, (counts_bytes + chunks * n * chunk) as usize)?; // held until both launches are queued
+    let (counts, lists) = (scratch.ptr, scratch.ptr + counts_bytes);
     let list = Args {
         x: args.x,
         ldx: args.ldx,
@@ -552,7 +553,8 @@ fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result
     let e_bytes = (k * ep * 2).next_multiple_of(256);
     let counters_bytes = (tiles * 4).next_multiple_of(256);
     let workspace_bytes = 2 * blocks * DW_ROWS * cols * 4;
-    let e = scratch(s, (e_bytes + counters_bytes + workspace_bytes) as usize)?;
+    let scratch = scratch(s, (e_bytes + counters_bytes + workspace_bytes) as usize)?; // held until both launches are queued
+    let e = scratch.ptr;
     let (counters, workspace) = (e + e_bytes, e + e_bytes + counters_bytes);
     let events = Args {
         x: args.x,
