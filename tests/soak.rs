@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{encode, setup, upload};
+use common::{encode, env_number, setup, upload};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
 use evsparse::core::faults;
@@ -21,7 +21,7 @@ fn resident_bytes() -> i64 {
 
 #[test]
 fn a_million_small_calls_keep_memory_flat() {
-    let calls: usize = std::env::var("EVS_SOAK_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let calls = env_number("EVS_SOAK_CALLS").unwrap_or(1_000_000);
     let (ctx, s) = setup();
     let (n, per_row) = (400usize, 8usize);
     let indptr: Vec<i32> = (0..=n).map(|i| (i * per_row) as i32).collect();

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{encode, read, setup, upload};
+use common::{encode, env_number, read, setup, upload};
 use evsparse::core::context::{Context, Stream};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
@@ -27,9 +27,6 @@ fn only_kind() -> Option<usize> {
     env_number("EVS_THREADS_KIND")
 }
 
-fn env_number(name: &str) -> Option<usize> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
 const KINDS: usize = 6;
 
 /// The shared inputs: a matrix, a float vector, spikes as events and as a list.

@@ -31,16 +31,16 @@ fn describe(r: CUresult) -> String {
     }
 }
 
-/// Maps a driver result to a status: out-of-memory to `EVS_ERROR_OUT_OF_MEMORY`, anything else
-/// to `EVS_ERROR_DEVICE`, with the driver's message.
-/// Makes driver call `f` and maps its result; a test may make it fail instead, without calling
-/// the driver (`core::faults::fail_driver_call_after`). Every checked driver call goes through
-/// here; the unchecked ones are the releases in Drop, which cannot report.
+/// Makes driver call `f` and maps its result (`check`); a test may make it fail instead, without
+/// calling the driver (`core::faults::fail_driver_call_after`). Every checked driver call goes
+/// through here; the unchecked ones are the releases in Drop, which cannot report.
 pub fn call(what: &str, f: impl FnOnce() -> CUresult) -> Result<()> {
     faults::before_driver_call(what)?;
     check(f(), what)
 }
 
+/// Maps a driver result to a status: out-of-memory to `EVS_ERROR_OUT_OF_MEMORY`, anything else
+/// to `EVS_ERROR_DEVICE`, with the driver's message.
 fn check(r: CUresult, what: &str) -> Result<()> {
     match r {
         CUresult::CUDA_SUCCESS => Ok(()),

@@ -49,6 +49,11 @@ pub fn try_setup() -> evsparse::error::Result<(Arc<Context>, Stream)> {
     Ok((ctx, stream))
 }
 
+/// A count from the environment variable `name`, if set and a number.
+pub fn env_number(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
 /// Host values as the bytes of dtype `t`.
 pub fn encode(t: DType, values: &[f64]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * t.size());
