@@ -27,6 +27,12 @@ fn only_kind() -> Option<usize> {
     env_number("EVS_THREADS_KIND")
 }
 
+/// EVS_THREADS_TRACE = 1 prints each call's start and end with the time since the threads began
+/// (to see which calls a stalled run waits on).
+fn trace() -> bool {
+    env_number("EVS_THREADS_TRACE") == Some(1)
+}
+
 const KINDS: usize = 6;
 
 /// The shared inputs: a matrix, a float vector, spikes as events and as a list.
@@ -116,6 +122,7 @@ fn threads_agree_with_one(share_one_stream: bool) {
     let shared = Arc::new(inputs(&ctx, &s));
     let alone: Arc<Vec<Vec<f64>>> = Arc::new((0..KINDS).map(|kind| call(&ctx, &s, &shared, kind)).collect());
     let common = Arc::new(Stream::new(&ctx).unwrap());
+    let (began, tracing) = (std::time::Instant::now(), trace());
     let workers: Vec<_> = (0..THREADS)
         .map(|t| {
             let (ctx, shared, alone, common) = (ctx.clone(), shared.clone(), alone.clone(), common.clone());
@@ -124,7 +131,16 @@ fn threads_agree_with_one(share_one_stream: bool) {
                 let s = own.as_ref().unwrap_or(&common);
                 for i in 0..calls {
                     let kind = only_kind().unwrap_or((i * 7 + t) % KINDS);
+                    let log = |what| {
+                        eprintln!("{:9.3} s thread {t} call {i} kind {kind} {what}", began.elapsed().as_secs_f64())
+                    };
+                    if tracing {
+                        log("starts");
+                    }
                     let got = call(&ctx, s, &shared, kind);
+                    if tracing {
+                        log("ends");
+                    }
                     let want = &alone[kind];
                     // scatters add in any order on a GPU: equal to f32 rounding, not bitwise
                     let close = got.len() == want.len()
