@@ -11,6 +11,10 @@
  * an index out of range or a count outside [0, capacity], which both sides must reject). A
  * quarter of the rounds run CSR plasticity (pre or post, events or a spike list) against a
  * model written here, faults included (homogeneous weights, crossed bounds, a wrong trace).
+ * A fifth of the rounds run BSR x dense against a model (broken structures, odd block extents,
+ * C over B's memory). In an eighth of the sparse rounds one argument is a misused handle (of
+ * the wrong kind, made on the other context, or destroyed), which both sides must refuse; now
+ * and then alpha or beta is NaN or infinite, and both sides must agree on it too.
  *
  *   fuzz [seconds [seed]]   (seconds of CPU time, default 10; seed default fresh, printed so that
  *                            a failure can be replayed)
@@ -34,7 +38,7 @@ static uint64_t next(void) { /* splitmix64 */
 static int64_t below(int64_t n) { return n > 0 ? (int64_t)(next() % (uint64_t)n) : 0; }
 static double unit(void) { return (double)(next() >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
 
-static uint64_t seed, round_no, accepted;
+static uint64_t seed, round_no, accepted, misuses_refused, bsr_products;
 #define FAIL(...)                                                                         \
     do {                                                                                  \
         fprintf(stderr, "fuzz: seed %llu round %llu: ", (unsigned long long)seed,         \
@@ -177,10 +181,20 @@ static void compare(const char *what, const evs_status status[2], Output *o, dou
         FAIL("%s: a rejected call changed its output", what);
     for (int64_t i = 0; status[0] == EVS_SUCCESS && i < o->len; i++) {
         double got = get(o->t, o->side[0], i), want = get(o->t, o->side[1], i);
-        if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+        if (isnan(got) && isnan(want)) continue;
+        if (isinf(want) ? got != want : !(fabs(got - want) <= tol * (1.0 + fabs(want))))
             FAIL("%s: [%lld] = %g with plans, %g with the reference", what, (long long)i, got, want);
     }
     free(o->side[0]), free(o->side[1]), free(o->before);
+}
+
+/* Now and then NaN or an infinity in place of a scalar: both sides must agree on it too. */
+static double odd_scalar(double usual) {
+    switch (below(40)) {
+    case 0: return NAN;
+    case 1: return below(2) ? INFINITY : -INFINITY;
+    default: return usual;
+    }
 }
 
 static double rounding(evs_dtype t) { return t == EVS_DTYPE_F32 ? 1e-4 : 1e-12; }
@@ -188,6 +202,63 @@ static double rounding(evs_dtype t) { return t == EVS_DTYPE_F32 ? 1e-4 : 1e-12; 
 static const char *type_names(int op, int events, evs_dtype t, char *buf, size_t size) {
     snprintf(buf, size, "%s %s %s", op ? "T" : "N", events ? "events" : "floats", t == EVS_DTYPE_F64 ? "f64" : "f32");
     return buf;
+}
+
+/* Handle misuse (SPEC §4): one argument of a call replaced by a handle of the wrong kind, the
+ * same array or matrix made on the other side's context, or one already destroyed. */
+enum { SOUND, WRONG_KIND, OTHER_CONTEXT, DESTROYED, MISUSES };
+enum { ARG_STREAM, ARG_MATRIX, ARG_INPUT, ARG_OUTPUT, ARGS };
+
+/* The same array as d (dtype, shape, memory), wrapped on ctx. */
+static struct evs_dense *rewrap(const struct evs_dense *d, struct evs_context *ctx) {
+    int32_t ndim;
+    int64_t rows, cols, ld;
+    evs_dtype t;
+    void *data;
+    struct evs_dense *out = NULL;
+    if (evs_dense_shape(d, &ndim, &rows, &cols, &ld) || evs_dense_dtype(d, &t) || evs_dense_data(d, &data) ||
+        (ndim == 1 ? evs_dense_wrap_vector(ctx, t, rows, data, &out) : evs_dense_wrap_matrix(ctx, t, rows, cols, ld, data, &out)))
+        FAIL("rewrap: %s", evs_last_error());
+    return out;
+}
+
+/* Replaces *arg (argument `which`: a stream, csr or dense handle) as `misuse` says; a handle it
+ * made and did not destroy (on the other context) comes back in *made, for destroy_arg after
+ * the call. */
+static void misuse_arg(int misuse, int which, void **arg, Side own, Side other, const Pattern *p, evs_dtype t,
+                       void **made) {
+    *made = NULL;
+    void *fresh = NULL;
+    if (misuse == WRONG_KIND) { /* a stream where an array or matrix goes, else the stream itself */
+        *arg = which == ARG_STREAM ? (void *)own.ctx : (void *)own.st;
+        return;
+    }
+    struct evs_context *ctx = misuse == OTHER_CONTEXT ? other.ctx : own.ctx;
+    if (which == ARG_STREAM) {
+        if (evs_stream_create(ctx, (struct evs_stream **)&fresh)) FAIL("stream: %s", evs_last_error());
+    } else if (which == ARG_MATRIX) {
+        if (evs_csr_create(ctx, p->m, p->k, p->nnz, EVS_DTYPE_I64, p->indptr, p->indices, t, NULL, 1.0,
+                           (struct evs_csr **)&fresh))
+            FAIL("csr: %s", evs_last_error());
+    } else {
+        fresh = rewrap(*arg, ctx);
+    }
+    *arg = fresh;
+    if (misuse == OTHER_CONTEXT) {
+        *made = fresh;
+        return;
+    }
+    evs_status gone = which == ARG_STREAM   ? evs_stream_destroy(fresh)
+                      : which == ARG_MATRIX ? evs_csr_destroy(fresh)
+                                            : evs_dense_destroy(fresh);
+    if (gone) FAIL("destroy: %s", evs_last_error());
+}
+
+static void destroy_arg(int which, void *made) {
+    if (!made) return;
+    if (which == ARG_STREAM) evs_stream_destroy(made);
+    else if (which == ARG_MATRIX) evs_csr_destroy(made);
+    else evs_dense_destroy(made);
 }
 
 /* One spmv / spmm round: the same call on both sides, compared. */
@@ -204,7 +275,8 @@ static void round_sparse(Side fast, Side ref) {
     if (below(12) == 0) xt = xt == EVS_DTYPE_F32 ? EVS_DTYPE_F64 : EVS_DTYPE_F32; /* a wrong dtype */
     void *w = values(t, p.nnz, 0), *x = values(xt, rows_in * n, events);
     Output y = output(t, rows_out * n);
-    double alpha = (double)(below(5) - 2) * 0.5, beta = (double)(below(3)) * 0.5;
+    double alpha = odd_scalar((double)(below(5) - 2) * 0.5), beta = odd_scalar((double)(below(3)) * 0.5);
+    int misuse = p.broken || below(8) ? SOUND : 1 + (int)below(MISUSES - 1), which = (int)below(ARGS);
     evs_status status[2];
     Side sides[2] = {fast, ref};
     for (int s = 0; s < 2; s++) {
@@ -221,10 +293,15 @@ static void round_sparse(Side fast, Side ref) {
         struct evs_dense *hi = NULL, *hn = NULL;
         wrap_io(sides[s].ctx, vector, xt, x, rows_in, &y, s, rows_out, n, &hx, &hy);
         wrap_list(sides[s].ctx, &l, &hi, &hn);
-        if (spikes) status[s] = evs_spmv_spikes(sides[s].st, op, alpha, a, hi, hn, beta, hy);
-        else if (vector) status[s] = evs_spmv(sides[s].st, op, events, alpha, a, hx, beta, hy);
-        else status[s] = evs_spmm(sides[s].st, op, events, alpha, a, hx, beta, hy);
+        void *args[ARGS] = {sides[s].st, a, spikes ? hi : hx, hy}, *spare = NULL;
+        if (misuse) misuse_arg(misuse, which, &args[which], sides[s], sides[1 - s], &p, t, &spare);
+        if (spikes) status[s] = evs_spmv_spikes(args[ARG_STREAM], op, alpha, args[ARG_MATRIX], args[ARG_INPUT], hn, beta, args[ARG_OUTPUT]);
+        else if (vector) status[s] = evs_spmv(args[ARG_STREAM], op, events, alpha, args[ARG_MATRIX], args[ARG_INPUT], beta, args[ARG_OUTPUT]);
+        else status[s] = evs_spmm(args[ARG_STREAM], op, events, alpha, args[ARG_MATRIX], args[ARG_INPUT], beta, args[ARG_OUTPUT]);
         expect_message(status[s]);
+        if (misuse && status[s] == EVS_SUCCESS) FAIL("a call took a misused handle (%d, argument %d)", misuse, which);
+        misuses_refused += misuse != SOUND;
+        destroy_arg(which, spare);
         evs_stream_synchronize(sides[s].st);
         evs_dense_destroy(hx), evs_dense_destroy(hy), evs_dense_destroy(hi), evs_dense_destroy(hn);
         evs_csr_destroy(a);
@@ -349,6 +426,70 @@ static void round_plasticity(Side fast) {
     free(w), free(trace), free(events), free(times), free(p.indptr), free(p.indices), free(l.indices);
 }
 
+/* One BSR x dense round (f32, C f32) against a model in this file: random block extents and
+ * structure (empty block rows, repeated and unsorted block columns), sometimes broken (a block
+ * extent that is not 16, 32, 64 or 128, a block column out of range, an indptr going down), a
+ * wrong shape of B, or C over B's own memory, all of which must be refused. */
+static void round_bsr(Side fast) {
+    static const int extents[] = {16, 32, 64, 128};
+    int bm = extents[below(2) ? below(2) : below(4)], bk = extents[below(2) ? below(2) : below(4)];
+    int64_t mb = below(bm >= 64 ? 3 : 5), kb = below(bk >= 64 ? 3 : 5), n = 1 + below(20);
+    int32_t *indptr = malloc(sizeof(int32_t) * (size_t)(mb + 1)), *indices = malloc(sizeof(int32_t) * (size_t)(mb * 6 + 1));
+    indptr[0] = 0;
+    for (int64_t i = 0; i < mb; i++) {
+        int64_t len = kb == 0 || below(4) == 0 ? 0 : below(6);
+        for (int64_t j = 0; j < len; j++) indices[indptr[i] + j] = (int32_t)below(kb);
+        indptr[i + 1] = indptr[i] + (int32_t)len;
+    }
+    int64_t nnzb = indptr[mb], M = mb * bm, K = kb * bk;
+    int broken = 0;
+    switch (below(16)) {
+    case 0: bm = 24, broken = 1; break;
+    case 1: if (nnzb) indices[below(nnzb)] = (int32_t)(kb + below(3)), broken = 1; break;
+    case 2: if (mb > 1) indptr[1 + below(mb - 1)] = (int32_t)nnzb + 1, broken = 1; break;
+    }
+    float *blocks = values(EVS_DTYPE_F32, nnzb * bm * bk, 0), *b = values(EVS_DTYPE_F32, K * n, 0);
+    int64_t b_rows = below(12) == 0 ? K + 1 : K;
+    if (b_rows != K) b = realloc(b, sizeof(float) * (size_t)(b_rows * n + 1));
+    Output c = output(EVS_DTYPE_F32, M * n);
+    double alpha = (double)(below(5) - 2) * 0.5, beta = (double)below(3) * 0.5;
+    struct evs_bsr *a = NULL;
+    evs_status made = evs_bsr_create(fast.ctx, mb, kb, bm, bk, nnzb, indptr, indices, EVS_DTYPE_F32, blocks, &a);
+    if ((made == EVS_SUCCESS) == broken) FAIL("bsr_create %s a %s matrix", made ? "refused" : "accepted", broken ? "broken" : "valid");
+    if (made == EVS_SUCCESS) {
+        int alias = M > 0 && M <= b_rows && below(12) == 0; /* C over B: refused */
+        struct evs_dense *hb = NULL, *hc = NULL;
+        if (evs_dense_wrap_matrix(fast.ctx, EVS_DTYPE_F32, b_rows, n, n, b, &hb) ||
+            evs_dense_wrap_matrix(fast.ctx, EVS_DTYPE_F32, M, n, n, alias ? (void *)b : c.side[0], &hc))
+            FAIL("wrap: %s", evs_last_error());
+        evs_status status = evs_bsrmm(fast.st, alpha, a, hb, beta, hc);
+        expect_message(status);
+        evs_stream_synchronize(fast.st);
+        if ((status == EVS_SUCCESS) != (b_rows == K && !alias))
+            FAIL("bsrmm %dx%d blocks, B %lld rows, alias %d: status %d", bm, bk, (long long)b_rows, alias, status);
+        float *want = c.side[1]; /* the model: beta C + alpha A B, in double */
+        for (int64_t i = 0; status == EVS_SUCCESS && i < M; i++)
+            for (int64_t col = 0; col < n; col++) {
+                double acc = 0;
+                for (int32_t p = indptr[i / bm]; p < indptr[i / bm + 1]; p++)
+                    for (int64_t r = 0; r < bk; r++)
+                        acc += (double)blocks[((int64_t)p * bm + i % bm) * bk + r] * b[((int64_t)indices[p] * bk + r) * n + col];
+                float *slot = &want[i * n + col];
+                *slot = (float)(alpha * acc + (beta == 0 ? 0.0 : beta * *slot));
+            }
+        evs_dense_destroy(hb), evs_dense_destroy(hc), evs_bsr_destroy(a);
+        evs_status both[2] = {status, status};
+        bsr_products += status == EVS_SUCCESS;
+        char what[64];
+        snprintf(what, sizeof what, "bsrmm %dx%d blocks, %lldx%lld, n=%lld", bm, bk, (long long)M, (long long)K, (long long)n);
+        compare(what, both, &c, 1e-4);
+    } else {
+        expect_message(made);
+        free(c.side[0]), free(c.side[1]), free(c.before);
+    }
+    free(indptr), free(indices), free(blocks), free(b);
+}
+
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 10.0;
     seed = argc > 2 ? strtoull(argv[2], NULL, 10) : (uint64_t)time(NULL) ^ (uint64_t)clock();
@@ -357,14 +498,17 @@ int main(int argc, char **argv) {
     Side fast = side(NULL), ref = side("spmm_n:reference,spmm_t:reference,dense_mm:reference");
     clock_t end = clock() + (clock_t)(seconds * CLOCKS_PER_SEC);
     for (round_no = 0; clock() < end; round_no++) {
-        switch (below(4)) {
+        switch (below(5)) {
         case 0: round_dense(fast, ref); break;
         case 1: round_plasticity(fast); break;
+        case 2: round_bsr(fast); break;
         default: round_sparse(fast, ref);
         }
     }
-    printf("fuzz: %llu rounds passed (%llu calls accepted, the others rejected)\n", (unsigned long long)round_no,
-           (unsigned long long)accepted);
+    printf("fuzz: %llu rounds passed (%llu calls accepted, the others rejected; %llu misused handles refused, "
+           "%llu BSR products checked)\n",
+           (unsigned long long)round_no, (unsigned long long)accepted, (unsigned long long)misuses_refused,
+           (unsigned long long)bsr_products);
     evs_stream_destroy(fast.st), evs_stream_destroy(ref.st);
     evs_context_destroy(fast.ctx), evs_context_destroy(ref.ctx);
     return 0;

@@ -686,6 +686,10 @@ static void test_context_and_stream(void) {
     OK(evs_stream_create(dflt, &s2));
     OK(evs_stream_synchronize(s2));
     OK(evs_stream_destroy(s2));
+    /* a destroyed handle is rejected, not read after free (the library keeps its slot) */
+    FAILS(EVS_ERROR_INVALID_HANDLE, evs_stream_synchronize(s2));
+    CHECK(strstr(evs_last_error(), "destroyed") != NULL, "destroyed-handle message: %s", evs_last_error());
+    FAILS(EVS_ERROR_INVALID_HANDLE, evs_stream_destroy(s2));
     FAILS(EVS_ERROR_NULL_POINTER, evs_stream_create(NULL, &s2));
     FAILS(EVS_ERROR_NULL_POINTER, evs_stream_create(dflt, NULL));
     FAILS(EVS_ERROR_INVALID_HANDLE, evs_stream_create((evs_context *)st, &s2));
@@ -697,6 +701,8 @@ static void test_context_and_stream(void) {
     FAILS(EVS_ERROR_INVALID_HANDLE, evs_stream_destroy((evs_stream *)ctx));
     OK(evs_stream_destroy(NULL));
     OK(evs_context_destroy(dflt));
+    FAILS(EVS_ERROR_INVALID_HANDLE, evs_context_destroy(dflt));
+    FAILS(EVS_ERROR_INVALID_HANDLE, evs_stream_create(dflt, &s2));
     OK(evs_context_destroy(NULL));
     FAILS(EVS_ERROR_INVALID_HANDLE, evs_context_destroy((evs_context *)st));
 }

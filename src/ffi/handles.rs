@@ -1,8 +1,12 @@
 //! Handles: creation, destruction and queries of contexts, streams, dense arrays, CSR and
 //! BSR matrices.
 //!
-//! A handle is a boxed `Tagged` value whose first word names its kind, so a handle of the
-//! wrong kind is rejected with `EVS_ERROR_INVALID_HANDLE` instead of being misread.
+//! A handle points to a `Slot` whose first word names its kind, so a handle of the wrong kind
+//! is rejected with `EVS_ERROR_INVALID_HANDLE` instead of being misread. Slots are never given
+//! back to the allocator: a destroyed handle's slot says so, and a call with it is rejected
+//! the same way instead of reading freed memory, until `QUARANTINE` later handles have been
+//! destroyed; then the slot is reused, so a handle used long after its destruction may name a
+//! newer handle, as a reused file descriptor does.
 
 use super::{guard, non_null, write_out};
 use crate::core::bsr::{Bsr, BsrShape};
@@ -11,8 +15,10 @@ use crate::core::csr::{Csr, CsrShape, Weights};
 use crate::core::dense::Dense;
 use crate::dtype::{evs_dtype, DType};
 use crate::error::{evs_status, Error, Result};
+use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A device (CPU or one GPU) with its loaded kernels and memory pool. Thread-safe.
 pub struct evs_context {
@@ -35,13 +41,24 @@ pub struct evs_bsr {
     _opaque: [u8; 0],
 }
 
+/// Where a handle points: its kind's tag, then its boxed value (null once destroyed).
 #[repr(C)]
-struct Tagged<T> {
-    tag: u64,
-    value: T,
+struct Slot {
+    tag: AtomicU64,
+    value: AtomicPtr<()>,
 }
 
 const DEAD: u64 = 0xDEAD_DEAD_DEAD_DEAD;
+
+/// Destroyed handles that stay recognisable as destroyed before their slots are reused.
+const QUARANTINE: usize = 4096;
+
+/// Slots of destroyed handles, the longest dead first.
+static FREE_SLOTS: Mutex<VecDeque<&'static Slot>> = Mutex::new(VecDeque::new());
+
+fn free_slots() -> std::sync::MutexGuard<'static, VecDeque<&'static Slot>> {
+    FREE_SLOTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 pub(crate) trait Handle {
     const TAG: u64;
@@ -75,38 +92,51 @@ handle_kind! {
 }
 
 fn into_handle<H: Handle>(value: H::Value) -> *mut H {
-    Box::into_raw(Box::new(Tagged { tag: H::TAG, value })) as *mut H
+    let reused = {
+        let mut free = free_slots();
+        if free.len() > QUARANTINE {
+            free.pop_front()
+        } else {
+            None
+        }
+    };
+    let slot =
+        reused.unwrap_or_else(|| Box::leak(Box::new(Slot { tag: AtomicU64::new(DEAD), value: AtomicPtr::default() })));
+    slot.value.store(Box::into_raw(Box::new(value)) as *mut (), Ordering::Relaxed);
+    slot.tag.store(H::TAG, Ordering::Release);
+    slot as *const Slot as *mut H
 }
 
 /// Borrows the value behind a handle, checking NULL and the handle's kind.
 ///
 /// # Safety
-/// `p` must be NULL or a pointer returned by evsparse (of any handle kind).
+/// `p` must be NULL or a pointer returned by evsparse (of any handle kind, destroyed or not).
 pub(crate) unsafe fn get<'a, H: Handle>(arg: &str, p: *const H) -> Result<&'a H::Value> {
     if p.is_null() {
         return Err(Error::null(format!("{arg}: {} handle is NULL", H::NAME)));
     }
-    let tagged = p as *const Tagged<H::Value>;
-    let tag = std::ptr::addr_of!((*tagged).tag).read();
+    let slot = &*(p as *const Slot);
+    let tag = slot.tag.load(Ordering::Acquire);
     if tag != H::TAG {
         return Err(Error::invalid_handle(format!("{arg}: expected a {} handle, got {}", H::NAME, tag_name(tag))));
     }
-    Ok(&(*tagged).value)
+    Ok(&*(slot.value.load(Ordering::Relaxed) as *const H::Value))
 }
 
-/// Destroys a handle; NULL is a no-op.
+/// Destroys a handle; NULL is a no-op, a destroyed one is rejected.
 ///
 /// # Safety
-/// As for `get`; the handle must not be used afterwards.
+/// As for `get`; no call may be using the handle.
 unsafe fn destroy<H: Handle>(p: *mut H) -> evs_status {
     guard(|| {
         if p.is_null() {
             return Ok(());
         }
         get::<H>("handle", p)?;
-        let tagged = p as *mut Tagged<H::Value>;
-        (*tagged).tag = DEAD;
-        drop(Box::from_raw(tagged));
+        let slot = &*(p as *const Slot);
+        slot.tag.store(DEAD, Ordering::Release);
+        drop(Box::from_raw(slot.value.swap(std::ptr::null_mut(), Ordering::Relaxed) as *mut H::Value));
+        free_slots().push_back(slot);
         Ok(())
     })
 }

@@ -4,8 +4,9 @@
 //! the message for `evs_last_error`, and stops panics at the boundary.
 //!
 //! Safety contract of every `unsafe extern "C"` function here (stated once instead of on each):
-//! handle arguments are NULL or pointers evsparse returned and the caller has not destroyed;
-//! data pointers are NULL or valid for the element counts the arguments describe.
+//! handle arguments are NULL or pointers evsparse returned (a destroyed one is refused with
+//! `EVS_ERROR_INVALID_HANDLE` until its slot is reused, see `handles`); data pointers are NULL
+//! or valid for the element counts the arguments describe.
 #![allow(clippy::missing_safety_doc)]
 
 mod handles;
