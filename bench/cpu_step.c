@@ -1,6 +1,7 @@
 /* Per-call cost of a simulator's step on the CPU backend: spmv T on events (spikes in, synaptic
- * currents added into the output, beta = 1), through the C API as a simulator calls it, and the
- * same with the matrix stored the other way round (N, through the CSC mirror).
+ * currents added into the output, beta = 1), through the C API as a simulator calls it, the
+ * same with the matrix stored the other way round (N, through the CSC mirror), and the
+ * plasticity of the spiking neurons' synapses (CSR, pre and post, on the same spike vectors).
  * Networks: 4,000 neurons x 80 synapses with about 20 spikes per step, and 400,000 x 80 with
  * 0.5% spiking. Each step draws fresh spikes; the time per call is the median over bursts of
  * STEPS calls (the spike vectors are drawn beforehand), with EVS_NUM_THREADS threads (default:
@@ -24,7 +25,9 @@ static uint64_t next(void) {
     return rng_state;
 }
 
-static void step_cost(evs_op op, int neurons, int per_row, double active_fraction, const char *threads) {
+enum Call { PROPAGATE, PLASTICITY_PRE, PLASTICITY_POST };
+
+static void step_cost(enum Call call, evs_op op, int neurons, int per_row, double active_fraction, const char *threads) {
     long long nnz = (long long)neurons * per_row;
     int32_t *indptr = malloc((neurons + 1) * sizeof *indptr), *indices = malloc(nnz * sizeof *indices);
     float *w = malloc(nnz * sizeof *w);
@@ -55,13 +58,21 @@ static void step_cost(evs_op op, int neurons, int per_row, double active_fractio
     double per_call[BURSTS];
     for (int b = -1; b < BURSTS; b++) { /* burst -1 warms up */
         double t0 = now_s();
-        for (int s = 0; s < STEPS; s++)
-            EVS(evs_spmv(st, op, EVS_INPUT_EVENTS, 1.0, a, spikes[s % VECTORS], 1.0, current));
+        for (int s = 0; s < STEPS; s++) {
+            evs_dense *fired = spikes[s % VECTORS];
+            if (call == PROPAGATE) EVS(evs_spmv(st, op, EVS_INPUT_EVENTS, 1.0, a, fired, 1.0, current));
+            else if (call == PLASTICITY_PRE) EVS(evs_csr_plasticity_pre(st, a, fired, current, 0.0, 1.0));
+            else EVS(evs_csr_plasticity_post(st, a, fired, current, 0.0, 1.0));
+        }
         if (b >= 0) per_call[b] = (now_s() - t0) / STEPS;
     }
     qsort(per_call, BURSTS, sizeof *per_call, by_value);
-    printf("| spmv %c events %d neurons x %d/row, %.1f spikes per step, beta = 1 | %s | %s | %.2f |\n", op == EVS_OP_N ? 'N' : 'T', neurons, per_row,
-           (double)spiking / VECTORS, threads ? threads : "all", evs_last_plan(), per_call[BURSTS / 2] * 1e6);
+    char what[32];
+    if (call == PROPAGATE) snprintf(what, sizeof what, "spmv %c events", op == EVS_OP_N ? 'N' : 'T');
+    else snprintf(what, sizeof what, "csr plasticity %s events", call == PLASTICITY_PRE ? "pre" : "post");
+    printf("| %s %d neurons x %d/row, %.1f spikes per step%s | %s | %s | %.2f |\n", what, neurons, per_row,
+           (double)spiking / VECTORS, call == PROPAGATE ? ", beta = 1" : "", threads ? threads : "all", evs_last_plan(),
+           per_call[BURSTS / 2] * 1e6);
 
     for (int v = 0; v < VECTORS; v++) EVS(evs_dense_destroy(spikes[v]));
     EVS(evs_dense_destroy(current));
@@ -74,8 +85,12 @@ static void step_cost(evs_op op, int neurons, int per_row, double active_fractio
 int main(void) {
     const char *threads = getenv("EVS_NUM_THREADS");
     for (evs_op op = EVS_OP_T; op >= EVS_OP_N; op--) {
-        step_cost(op, 4000, 80, 20.0 / 4000, threads);
-        step_cost(op, 400000, 80, 0.005, threads);
+        step_cost(PROPAGATE, op, 4000, 80, 20.0 / 4000, threads);
+        step_cost(PROPAGATE, op, 400000, 80, 0.005, threads);
+    }
+    for (enum Call call = PLASTICITY_PRE; call <= PLASTICITY_POST; call++) {
+        step_cost(call, EVS_OP_N, 4000, 80, 20.0 / 4000, threads);
+        step_cost(call, EVS_OP_N, 400000, 80, 0.005, threads);
     }
     return 0;
 }

@@ -6,7 +6,7 @@ use super::context::{Backend, Context, Stream};
 use super::csr::{Csr, Weights};
 use super::dense::Dense;
 use super::plan::{self, decide, Algorithm};
-use super::spikes::{HostSpikes, SpikeList, Spikes};
+use super::spikes::{SpikeList, Spikes};
 use super::{InputKind, Op};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -42,15 +42,10 @@ pub struct Product<'a> {
     pub y: &'a Dense,
 }
 
-/// Runs `work`, the CPU reference of `A`'s family (its only CPU path), on the context's threads.
-fn on_cpu<A: Algorithm>(s: &Stream, work: impl FnOnce() -> Result<()> + Send) -> Result<()> {
-    decide(&s.ctx.forced, plan::Backend::Cpu, A::REFERENCE, |_| true)?;
-    s.ctx.run(work)
-}
-
-/// Runs `work`, the CPU reference of `A`'s family, on the calling thread: for paths that use no
-/// thread pool, where handing the work to the pool and waiting for it cost more than the work
-/// (a soak of 10^6 small calls spent 19 % of its time in that wait, tests/soak.rs).
+/// Runs `work`, the CPU reference of `A`'s family, on the calling thread: the work shares itself
+/// among the context's threads only where it is large enough (handing a small call to the pool
+/// and waiting for it cost more than the work: a soak of 10^6 small calls spent 19 % of its
+/// time in that wait, tests/soak.rs).
 fn on_calling_thread<A: Algorithm>(s: &Stream, work: impl FnOnce() -> Result<()>) -> Result<()> {
     decide(&s.ctx.forced, plan::Backend::Cpu, A::REFERENCE, |_| true)?;
     work()
@@ -240,7 +235,9 @@ pub fn yw2y(
     disjoint_from_weights(("out", out), a)?;
     a.expect_valid(s)?;
     match s.ctx.backend {
-        Backend::Cpu(_) => on_cpu::<plan::Yw2y>(s, || cpu::yw2y(op, a, batch_weights, alpha, y, beta, out)),
+        Backend::Cpu(_) => {
+            on_calling_thread::<plan::Yw2y>(s, || cpu::yw2y(s, op, a, batch_weights, alpha, y, beta, out))
+        }
         Backend::Cuda(_) => {
             let alg = gpu_plan(s, plan::choose_yw2y(op), |alg| alg == plan::choose_yw2y(op))?;
             cuda::yw2y(s, alg, a, batch_weights, alpha, y, beta, out)
@@ -358,13 +355,7 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: Spikes, trace: &D
     match s.ctx.backend {
         Backend::Cpu(_) => {
             let spikes = spikes.on_host(if post { a.k } else { a.m })?;
-            let serial = matches!(spikes, HostSpikes::Listed(_)); // a list is walked in series
-            let work = || cpu::csr_plasticity(post, a, spikes, trace, lo, hi);
-            if serial {
-                on_calling_thread::<plan::CsrPlasticity>(s, work)
-            } else {
-                on_cpu::<plan::CsrPlasticity>(s, work)
-            }
+            on_calling_thread::<plan::CsrPlasticity>(s, || cpu::csr_plasticity(s, post, a, spikes, trace, lo, hi))
         }
         Backend::Cuda(_) => {
             let rule = plan::choose_csr_plasticity(post);
@@ -392,7 +383,7 @@ pub fn dense_plasticity(
     match s.ctx.backend {
         Backend::Cpu(_) => {
             let spikes = spikes.on_host(if post { w.cols } else { w.rows })?;
-            on_cpu::<plan::DensePlasticity>(s, || cpu::dense_plasticity(post, w, spikes, trace, lo, hi))
+            on_calling_thread::<plan::DensePlasticity>(s, || cpu::dense_plasticity(s, post, w, spikes, trace, lo, hi))
         }
         Backend::Cuda(_) => {
             gpu_plan(s, plan::choose_dense_plasticity(), |_| true)?;

@@ -1,6 +1,6 @@
 //! Block-sparse × dense products.
 
-use super::{gemm_update, packed, Blend};
+use super::{gemm_update, packed, worth_sharing, Blend};
 use crate::core::bsr::Bsr;
 use crate::core::context::Stream;
 use crate::core::dense::Dense;
@@ -88,10 +88,10 @@ fn bsrmm_gemm(st: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense)
         }
     };
     let multiply_adds = a.nnzb * bm * bk * n;
-    if multiply_adds < plan::CPU.inline_work_max || st.ctx.threads() == 1 {
-        out.chunks_mut(chunk).take(a.mb).enumerate().for_each(block_row);
-    } else {
+    if worth_sharing(st, multiply_adds) {
         st.ctx.run(|| out.par_chunks_mut(chunk).take(a.mb).enumerate().for_each(block_row));
+    } else {
+        out.chunks_mut(chunk).take(a.mb).enumerate().for_each(block_row);
     }
     Ok(())
 }

@@ -1,6 +1,11 @@
 //! Dense-weight operations: event/float matrix products and plasticity.
 
-use super::{live_rows, load_events, load_input, packed, par_rows_mut, Blend, Clip};
+use super::products::active_indices;
+use super::{
+    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, rows_mut, worth_sharing, Blend, Clip,
+    MIN_ROWS_PER_TASK,
+};
+use crate::core::context::Stream;
 use crate::core::dense::Dense;
 use crate::core::spikes::HostSpikes;
 use crate::core::{InputKind, Op};
@@ -51,15 +56,28 @@ fn dense_mm_typed<T: Float>(
 /// pre (`post = false`): `W[i,:] = clip(W[i,:] + trace)` for active i;
 /// post: `W[:,c] = clip(W[:,c] + trace)` for active c. Spikes are an event vector or a checked
 /// spike list, applied once per occurrence.
-pub fn dense_plasticity(post: bool, w: &Dense, spikes: HostSpikes, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+/// Runs on the calling thread, sharing the rows among the context's threads where W is large.
+pub fn dense_plasticity(
+    st: &Stream,
+    post: bool,
+    w: &Dense,
+    spikes: HostSpikes,
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
+    let parallel = worth_sharing(st, w.rows * w.cols);
     with_float!(w.dtype, T => match spikes {
-        HostSpikes::Events(spikes) => dense_plasticity_typed::<T>(post, w, spikes, trace, lo, hi),
-        HostSpikes::Listed(listed) => dense_plasticity_listed::<T>(post, w, listed, trace, lo, hi),
+        HostSpikes::Events(spikes) => dense_plasticity_typed::<T>(st, parallel, post, w, spikes, trace, lo, hi),
+        HostSpikes::Listed(listed) => dense_plasticity_listed::<T>(st, parallel, post, w, listed, trace, lo, hi),
     })
 }
 
 /// The rule for the listed rows (pre) or columns (post) of W.
+#[allow(clippy::too_many_arguments)]
 fn dense_plasticity_listed<T: Float>(
+    st: &Stream,
+    parallel: bool,
     post: bool,
     w: &Dense,
     listed: &[u32],
@@ -74,7 +92,7 @@ fn dense_plasticity_listed<T: Float>(
     // SAFETY: T is w's dtype; host memory.
     let ws = unsafe { w.slice_mut::<T>() };
     if post {
-        par_rows_mut(ws, w.ld, w.cols).enumerate().for_each(|(i, row)| {
+        for_each_item(st, parallel, rows_mut(ws, w.ld, w.cols), MIN_ROWS_PER_TASK, |i, row| {
             listed.iter().for_each(|&c| clip.add(&mut row[c as usize], tr[i]));
         });
     } else {
@@ -86,7 +104,10 @@ fn dense_plasticity_listed<T: Float>(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn dense_plasticity_typed<T: Float>(
+    st: &Stream,
+    parallel: bool,
     post: bool,
     w: &Dense,
     spikes: &Dense,
@@ -94,18 +115,20 @@ fn dense_plasticity_typed<T: Float>(
     lo: f64,
     hi: f64,
 ) -> Result<()> {
-    let active = load_events(spikes)?;
-    if post {
-        // the active post-neurons as a spike list
-        let active_cols: Vec<u32> = (0..w.cols).filter(|&c| active[c]).map(|c| c as u32).collect();
-        return dense_plasticity_listed::<T>(true, w, &active_cols, trace, lo, hi);
+    // the active neurons as a spike list; many active rows (pre) go over the pool below
+    let listed = active_indices(spikes)?;
+    if post || !worth_sharing(st, listed.len() * w.cols) {
+        return dense_plasticity_listed::<T>(st, parallel, post, w, &listed, trace, lo, hi);
     }
+    let active = load_events(spikes)?;
     let tr = packed::<T, T::Acc>(trace, Float::to_acc);
     let clip = Clip::<T::Acc>::new(lo, hi);
     // SAFETY: T is w's dtype; host memory.
     let ws = unsafe { w.slice_mut::<T>() };
-    par_rows_mut(ws, w.ld, w.cols).enumerate().filter(|(i, _)| active[*i]).for_each(|(_, row)| {
-        row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
+    for_each_item(st, true, rows_mut(ws, w.ld, w.cols), MIN_ROWS_PER_TASK, |i, row| {
+        if active[i] {
+            row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
+        }
     });
     Ok(())
 }

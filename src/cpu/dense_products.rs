@@ -3,7 +3,7 @@
 //! costs 1% of the dense product. The reference it is tested against is `dense::dense_mm`.
 
 use super::products::{prefetch, SharedRows};
-use super::{counts_of, dense, event_value, gemm_update, pack_into, with_input, Blend, PerThread};
+use super::{counts_of, dense, event_value, gemm_update, pack_into, with_input, worth_sharing, Blend, PerThread};
 use crate::core::context::Stream;
 use crate::core::dense::Dense;
 use crate::core::plan::{self, decide, Backend, DenseMm};
@@ -191,7 +191,7 @@ where
     let (ws, out) = unsafe { (w.slice::<T>(), c.slice_mut::<T>()) };
     let out = SharedRows::new(out);
     let work = nz.rows.len() * m;
-    let parallel = work >= plan::CPU.inline_work_max && st.ctx.threads() > 1;
+    let parallel = worth_sharing(st, work);
     match p.op {
         Op::N => {
             let task = |t: usize| {

@@ -244,6 +244,35 @@ pub fn fill(x: &Dense, value: f64) -> Result<()> {
     Ok(())
 }
 
+/// Whether `work` (elements touched or multiply-adds) is worth sharing among the context's
+/// threads: below the plan's inline bound, handing it to the pool and waiting costs more than
+/// the work.
+fn worth_sharing(st: &Stream, work: usize) -> bool {
+    work >= crate::core::plan::CPU.inline_work_max && st.ctx.threads() > 1
+}
+
+/// Runs `body(i, item)` for each item: on the context's pool (at least `min_len` items a task)
+/// when `parallel`, else in order on the calling thread, which touches no thread pool at all
+/// (rayon's global one included).
+fn for_each_item<I: Send>(
+    st: &Stream,
+    parallel: bool,
+    items: Vec<I>,
+    min_len: usize,
+    body: impl Fn(usize, I) + Sync + Send,
+) {
+    if parallel {
+        st.ctx.run(|| items.into_par_iter().with_min_len(min_len).enumerate().for_each(|(i, item)| body(i, item)));
+    } else {
+        items.into_iter().enumerate().for_each(|(i, item)| body(i, item));
+    }
+}
+
+/// Rows of a row-major array with leading dimension `ld`, each trimmed to `cols`.
+fn rows_mut<T>(data: &mut [T], ld: usize, cols: usize) -> Vec<&mut [T]> {
+    data.chunks_mut(ld.max(1)).map(|row| &mut row[..cols]).collect()
+}
+
 /// Rows of a row-major output with leading dimension `ld`, each trimmed to `cols`, in
 /// parallel.
 fn par_rows_mut<T: Send>(data: &mut [T], ld: usize, cols: usize) -> impl IndexedParallelIterator<Item = &mut [T]> {

@@ -1,6 +1,11 @@
 //! CSR operations: spmv/spmm, yw2y, plasticity, analysis and CSR -> CSC.
 
-use super::{live_rows, load_events, load_input, packed, par_rows_mut, Blend, Clip, MIN_ROWS_PER_TASK, SPARSE_WORK};
+use super::products::active_indices;
+use super::{
+    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, worth_sharing, Blend, Clip,
+    MIN_ROWS_PER_TASK, SPARSE_WORK,
+};
+use crate::core::context::Stream;
 use crate::core::csr::{with_index, Analysis, Csr, CsrView, Index, Weights};
 use crate::core::dense::Dense;
 use crate::core::spikes::HostSpikes;
@@ -138,7 +143,11 @@ fn axpy<A: Acc>(acc: &mut [A], w: A, x: &[A]) {
 
 /// N: `out[b,j] = w_j y[b,row(j)]`; T: `out[b,j] = w_j y[b,indices[j]]`, with per-batch
 /// weights `bw[b,j]` replacing w_j when given. A 1-D y and out are the one-batch case.
+/// Runs on the calling thread, sharing the entries among the context's threads where there
+/// are many.
+#[allow(clippy::too_many_arguments)]
 pub fn yw2y(
+    st: &Stream,
     op: Op,
     a: &Csr,
     batch_weights: Option<&Dense>,
@@ -147,10 +156,15 @@ pub fn yw2y(
     beta: f64,
     out: &Dense,
 ) -> Result<()> {
-    with_float!(a.dtype, T => yw2y_typed::<T>(op, a, batch_weights, alpha, y, beta, out))
+    with_float!(a.dtype, T => yw2y_typed::<T>(st, op, a, batch_weights, alpha, y, beta, out))
 }
 
+/// Entries a task of yw2y takes.
+const YW2Y_TASK: usize = 4096;
+
+#[allow(clippy::too_many_arguments)]
 fn yw2y_typed<T: Float>(
+    st: &Stream,
     op: Op,
     a: &Csr,
     batch_weights: Option<&Dense>,
@@ -173,15 +187,18 @@ fn yw2y_typed<T: Float>(
         Op::T => with_index!(a.index, P => unsafe { a.view::<P>() }.indices.iter().map(|&c| c as usize).collect()),
     };
     let (out_ld, out_cols) = if out.ndim == 1 { (a.nnz, a.nnz) } else { (out.ld, out.cols) };
+    let parallel = worth_sharing(st, batches * a.nnz);
     for b in (0..batches).filter(|_| a.nnz > 0) {
         let yb = &ys[b * len..][..len];
         let row = &mut outs[b * out_ld..][..out_cols];
-        row.par_iter_mut().with_min_len(4096).enumerate().for_each(|(j, o)| {
-            let wj = match &bws {
-                Some(bw) => bw[b * a.nnz + j],
-                None => w.at(j),
-            };
-            blend.store(o, wj * yb[source[j]]);
+        for_each_item(st, parallel, row.chunks_mut(YW2Y_TASK).collect(), 1, |task, chunk| {
+            for (j, o) in (task * YW2Y_TASK..).zip(chunk) {
+                let wj = match &bws {
+                    Some(bw) => bw[b * a.nnz + j],
+                    None => w.at(j),
+                };
+                blend.store(o, wj * yb[source[j]]);
+            }
         });
     }
     Ok(())
@@ -201,24 +218,35 @@ fn weight_rows<'a, T, P: Index>(view: &CsrView<P>, mut w: &'a mut [T]) -> Vec<&'
 /// pre (`post = false`): for active row i, `w_j = clip(w_j + trace[indices[j]])`.
 /// post: for every entry whose column c is active, `w_j = clip(w_j + trace[row(j)])`.
 /// Spikes are an event vector or a checked spike list, applied once per occurrence.
-pub fn csr_plasticity(post: bool, a: &Csr, spikes: HostSpikes, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+/// Runs on the calling thread, sharing the rows among the context's threads where A is large.
+pub fn csr_plasticity(
+    st: &Stream,
+    post: bool,
+    a: &Csr,
+    spikes: HostSpikes,
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
     with_float!(a.dtype, T => match spikes {
-        HostSpikes::Events(spikes) => csr_plasticity_typed::<T>(post, a, spikes, trace, lo, hi),
+        HostSpikes::Events(spikes) => csr_plasticity_typed::<T>(st, post, a, spikes, trace, lo, hi),
         HostSpikes::Listed(listed) => csr_plasticity_listed::<T>(post, a, listed, trace, lo, hi),
     })
 }
 
-/// The rule for the listed neurons, walking their rows (pre) or CSC columns (post).
+/// The rule for the listed neurons, walking their rows (pre) or CSC columns (post): work in
+/// proportion to their synapses (the trace is read where an entry needs it, not packed).
 fn csr_plasticity_listed<T: Float>(post: bool, a: &Csr, listed: &[u32], trace: &Dense, lo: f64, hi: f64) -> Result<()> {
     let weights = a.hetero_weights("plasticity")?;
-    let (tr, clip) = (packed::<T, T::Acc>(trace, Float::to_acc), Clip::<T::Acc>::new(lo, hi));
-    // SAFETY: T is the weight dtype; host memory.
-    let ws = unsafe { weights.slice_mut::<T>() };
+    let clip = Clip::<T::Acc>::new(lo, hi);
+    // SAFETY: T is the weight dtype, shared by the trace (checked by the op); host memory.
+    let (ws, trace_data) = unsafe { (weights.slice_mut::<T>(), trace.slice::<T>()) };
+    let tr = |i: usize| trace_data[i * trace.ld].to_acc();
     if post {
         let an = a.analysis();
         for &c in listed {
             for p in an.colptr[c as usize]..an.colptr[c as usize + 1] {
-                clip.add(&mut ws[an.perm[p]], tr[an.rowind[p] as usize]);
+                clip.add(&mut ws[an.perm[p]], tr(an.rowind[p] as usize));
             }
         }
         return Ok(());
@@ -228,24 +256,38 @@ fn csr_plasticity_listed<T: Float>(post: bool, a: &Csr, listed: &[u32], trace: &
         let view = unsafe { a.view::<P>() };
         for &i in listed {
             for p in view.row(i as usize) {
-                clip.add(&mut ws[p], tr[view.indices[p] as usize]);
+                clip.add(&mut ws[p], tr(view.indices[p] as usize));
             }
         }
     });
     Ok(())
 }
 
-fn csr_plasticity_typed<T: Float>(post: bool, a: &Csr, spikes: &Dense, trace: &Dense, lo: f64, hi: f64) -> Result<()> {
-    let active = load_events(spikes)?;
+/// The stored entries the listed rows (pre) or columns (post) hold.
+fn reached_by(post: bool, a: &Csr, listed: &[u32]) -> usize {
     if post {
         let an = a.analysis();
-        let active_cols: Vec<u32> = (0..a.k).filter(|&c| active[c]).map(|c| c as u32).collect();
-        let reached: usize = active_cols.iter().map(|&c| an.colptr[c as usize + 1] - an.colptr[c as usize]).sum();
-        if reached * SPARSE_WORK < a.nnz {
-            // Event-driven: the active post-neurons as a spike list, through the CSC mirror.
-            return csr_plasticity_listed::<T>(true, a, &active_cols, trace, lo, hi);
-        }
+        return listed.iter().map(|&c| an.colptr[c as usize + 1] - an.colptr[c as usize]).sum();
     }
+    // SAFETY: P is the index type; host memory.
+    with_index!(a.index, P => { let view = unsafe { a.view::<P>() }; listed.iter().map(|&i| view.row(i as usize).len()).sum() })
+}
+
+fn csr_plasticity_typed<T: Float>(
+    st: &Stream,
+    post: bool,
+    a: &Csr,
+    spikes: &Dense,
+    trace: &Dense,
+    lo: f64,
+    hi: f64,
+) -> Result<()> {
+    let listed = active_indices(spikes)?;
+    if reached_by(post, a, &listed) * SPARSE_WORK < a.nnz {
+        // Event-driven: the active neurons as a spike list (post through the CSC mirror).
+        return csr_plasticity_listed::<T>(post, a, &listed, trace, lo, hi);
+    }
+    let active = load_events(spikes)?;
     let weights = a.hetero_weights("plasticity")?;
     with_index!(a.index, P => {
         let tr = packed::<T, T::Acc>(trace, Float::to_acc);
@@ -253,9 +295,9 @@ fn csr_plasticity_typed<T: Float>(post: bool, a: &Csr, spikes: &Dense, trace: &D
         // SAFETY: T is the weight dtype, P the index type; host memory.
         let (view, ws) = unsafe { (a.view::<P>(), weights.slice_mut::<T>()) };
         let cols = &view.indices;
-        let starts: Vec<usize> = (0..view.m).map(|i| view.row(i).start).collect();
-        weight_rows(&view, ws).into_par_iter().with_min_len(MIN_ROWS_PER_TASK).enumerate().for_each(|(i, row)| {
-            let cols = &cols[starts[i]..][..row.len()];
+        let parallel = worth_sharing(st, a.nnz + a.m);
+        for_each_item(st, parallel, weight_rows(&view, ws), MIN_ROWS_PER_TASK, |i, row| {
+            let cols = &cols[view.row(i).start..][..row.len()];
             if post {
                 for (w, &c) in row.iter_mut().zip(cols) {
                     if active[c as usize] {
