@@ -355,7 +355,8 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: Spikes, trace: &D
     match s.ctx.backend {
         Backend::Cpu(_) => {
             let spikes = spikes.on_host(if post { a.k } else { a.m })?;
-            on_calling_thread::<plan::CsrPlasticity>(s, || cpu::csr_plasticity(s, post, a, spikes, trace, lo, hi))
+            let rule = cpu::Rule { post, trace, lo, hi };
+            on_calling_thread::<plan::CsrPlasticity>(s, || cpu::csr_plasticity(s, a, spikes, rule))
         }
         Backend::Cuda(_) => {
             let rule = plan::choose_csr_plasticity(post);
@@ -383,7 +384,8 @@ pub fn dense_plasticity(
     match s.ctx.backend {
         Backend::Cpu(_) => {
             let spikes = spikes.on_host(if post { w.cols } else { w.rows })?;
-            on_calling_thread::<plan::DensePlasticity>(s, || cpu::dense_plasticity(s, post, w, spikes, trace, lo, hi))
+            let rule = cpu::Rule { post, trace, lo, hi };
+            on_calling_thread::<plan::DensePlasticity>(s, || cpu::dense_plasticity(s, w, spikes, rule))
         }
         Backend::Cuda(_) => {
             gpu_plan(s, plan::choose_dense_plasticity(), |_| true)?;

@@ -2,7 +2,7 @@
 
 use super::products::active_indices;
 use super::{
-    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, rows_mut, worth_sharing, Blend, Clip,
+    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, rows_mut, worth_sharing, Blend, Rule,
     MIN_ROWS_PER_TASK,
 };
 use crate::core::context::Stream;
@@ -57,41 +57,23 @@ fn dense_mm_typed<T: Float>(
 /// post: `W[:,c] = clip(W[:,c] + trace)` for active c. Spikes are an event vector or a checked
 /// spike list, applied once per occurrence.
 /// Runs on the calling thread, sharing the rows among the context's threads where W is large.
-pub fn dense_plasticity(
-    st: &Stream,
-    post: bool,
-    w: &Dense,
-    spikes: HostSpikes,
-    trace: &Dense,
-    lo: f64,
-    hi: f64,
-) -> Result<()> {
+pub fn dense_plasticity(st: &Stream, w: &Dense, spikes: HostSpikes, rule: Rule) -> Result<()> {
     let parallel = worth_sharing(st, w.rows * w.cols);
     with_float!(w.dtype, T => match spikes {
-        HostSpikes::Events(spikes) => dense_plasticity_typed::<T>(st, parallel, post, w, spikes, trace, lo, hi),
-        HostSpikes::Listed(listed) => dense_plasticity_listed::<T>(st, parallel, post, w, listed, trace, lo, hi),
+        HostSpikes::Events(spikes) => dense_plasticity_typed::<T>(st, parallel, w, spikes, rule),
+        HostSpikes::Listed(listed) => dense_plasticity_listed::<T>(st, parallel, w, listed, rule),
     })
 }
 
 /// The rule for the listed rows (pre) or columns (post) of W.
-#[allow(clippy::too_many_arguments)]
-fn dense_plasticity_listed<T: Float>(
-    st: &Stream,
-    parallel: bool,
-    post: bool,
-    w: &Dense,
-    listed: &[u32],
-    trace: &Dense,
-    lo: f64,
-    hi: f64,
-) -> Result<()> {
+fn dense_plasticity_listed<T: Float>(st: &Stream, parallel: bool, w: &Dense, listed: &[u32], rule: Rule) -> Result<()> {
     if w.cols == 0 {
         return Ok(()); // no weights, and a W without columns spans no memory at all
     }
-    let (tr, clip) = (packed::<T, T::Acc>(trace, Float::to_acc), Clip::<T::Acc>::new(lo, hi));
+    let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
     // SAFETY: T is w's dtype; host memory.
     let ws = unsafe { w.slice_mut::<T>() };
-    if post {
+    if rule.post {
         for_each_item(st, parallel, rows_mut(ws, w.ld, w.cols), MIN_ROWS_PER_TASK, |i, row| {
             listed.iter().for_each(|&c| clip.add(&mut row[c as usize], tr[i]));
         });
@@ -104,25 +86,14 @@ fn dense_plasticity_listed<T: Float>(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn dense_plasticity_typed<T: Float>(
-    st: &Stream,
-    parallel: bool,
-    post: bool,
-    w: &Dense,
-    spikes: &Dense,
-    trace: &Dense,
-    lo: f64,
-    hi: f64,
-) -> Result<()> {
+fn dense_plasticity_typed<T: Float>(st: &Stream, parallel: bool, w: &Dense, spikes: &Dense, rule: Rule) -> Result<()> {
     // the active neurons as a spike list; many active rows (pre) go over the pool below
     let listed = active_indices(spikes)?;
-    if post || !worth_sharing(st, listed.len() * w.cols) {
-        return dense_plasticity_listed::<T>(st, parallel, post, w, &listed, trace, lo, hi);
+    if rule.post || !worth_sharing(st, listed.len() * w.cols) {
+        return dense_plasticity_listed::<T>(st, parallel, w, &listed, rule);
     }
     let active = load_events(spikes)?;
-    let tr = packed::<T, T::Acc>(trace, Float::to_acc);
-    let clip = Clip::<T::Acc>::new(lo, hi);
+    let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
     // SAFETY: T is w's dtype; host memory.
     let ws = unsafe { w.slice_mut::<T>() };
     for_each_item(st, true, rows_mut(ws, w.ld, w.cols), MIN_ROWS_PER_TASK, |i, row| {

@@ -244,6 +244,22 @@ pub fn fill(x: &Dense, value: f64) -> Result<()> {
     Ok(())
 }
 
+/// A plasticity call's rule: which side's spikes (post, else pre) add the other side's trace
+/// to the weights they reach, clipped to [lo, hi].
+#[derive(Clone, Copy)]
+pub struct Rule<'a> {
+    pub post: bool,
+    pub trace: &'a Dense,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Rule<'_> {
+    fn clip<A: Acc>(&self) -> Clip<A> {
+        Clip::new(self.lo, self.hi)
+    }
+}
+
 /// Whether `work` (elements touched or multiply-adds) is worth sharing among the context's
 /// threads: below the plan's inline bound, handing it to the pool and waiting costs more than
 /// the work.

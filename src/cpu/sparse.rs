@@ -2,7 +2,7 @@
 
 use super::products::active_indices;
 use super::{
-    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, worth_sharing, Blend, Clip,
+    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, worth_sharing, Blend, Rule,
     MIN_ROWS_PER_TASK, SPARSE_WORK,
 };
 use crate::core::context::Stream;
@@ -219,30 +219,22 @@ fn weight_rows<'a, T, P: Index>(view: &CsrView<P>, mut w: &'a mut [T]) -> Vec<&'
 /// post: for every entry whose column c is active, `w_j = clip(w_j + trace[row(j)])`.
 /// Spikes are an event vector or a checked spike list, applied once per occurrence.
 /// Runs on the calling thread, sharing the rows among the context's threads where A is large.
-pub fn csr_plasticity(
-    st: &Stream,
-    post: bool,
-    a: &Csr,
-    spikes: HostSpikes,
-    trace: &Dense,
-    lo: f64,
-    hi: f64,
-) -> Result<()> {
+pub fn csr_plasticity(st: &Stream, a: &Csr, spikes: HostSpikes, rule: Rule) -> Result<()> {
     with_float!(a.dtype, T => match spikes {
-        HostSpikes::Events(spikes) => csr_plasticity_typed::<T>(st, post, a, spikes, trace, lo, hi),
-        HostSpikes::Listed(listed) => csr_plasticity_listed::<T>(post, a, listed, trace, lo, hi),
+        HostSpikes::Events(spikes) => csr_plasticity_typed::<T>(st, a, spikes, rule),
+        HostSpikes::Listed(listed) => csr_plasticity_listed::<T>(a, listed, rule),
     })
 }
 
 /// The rule for the listed neurons, walking their rows (pre) or CSC columns (post): work in
 /// proportion to their synapses (the trace is read where an entry needs it, not packed).
-fn csr_plasticity_listed<T: Float>(post: bool, a: &Csr, listed: &[u32], trace: &Dense, lo: f64, hi: f64) -> Result<()> {
+fn csr_plasticity_listed<T: Float>(a: &Csr, listed: &[u32], rule: Rule) -> Result<()> {
     let weights = a.hetero_weights("plasticity")?;
-    let clip = Clip::<T::Acc>::new(lo, hi);
+    let clip = rule.clip::<T::Acc>();
     // SAFETY: T is the weight dtype, shared by the trace (checked by the op); host memory.
-    let (ws, trace_data) = unsafe { (weights.slice_mut::<T>(), trace.slice::<T>()) };
-    let tr = |i: usize| trace_data[i * trace.ld].to_acc();
-    if post {
+    let (ws, trace) = unsafe { (weights.slice_mut::<T>(), rule.trace.slice::<T>()) };
+    let tr = |i: usize| trace[i * rule.trace.ld].to_acc();
+    if rule.post {
         let an = a.analysis();
         for &c in listed {
             for p in an.colptr[c as usize]..an.colptr[c as usize + 1] {
@@ -273,32 +265,23 @@ fn reached_by(post: bool, a: &Csr, listed: &[u32]) -> usize {
     with_index!(a.index, P => { let view = unsafe { a.view::<P>() }; listed.iter().map(|&i| view.row(i as usize).len()).sum() })
 }
 
-fn csr_plasticity_typed<T: Float>(
-    st: &Stream,
-    post: bool,
-    a: &Csr,
-    spikes: &Dense,
-    trace: &Dense,
-    lo: f64,
-    hi: f64,
-) -> Result<()> {
+fn csr_plasticity_typed<T: Float>(st: &Stream, a: &Csr, spikes: &Dense, rule: Rule) -> Result<()> {
     let listed = active_indices(spikes)?;
-    if reached_by(post, a, &listed) * SPARSE_WORK < a.nnz {
+    if reached_by(rule.post, a, &listed) * SPARSE_WORK < a.nnz {
         // Event-driven: the active neurons as a spike list (post through the CSC mirror).
-        return csr_plasticity_listed::<T>(post, a, &listed, trace, lo, hi);
+        return csr_plasticity_listed::<T>(a, &listed, rule);
     }
     let active = load_events(spikes)?;
     let weights = a.hetero_weights("plasticity")?;
     with_index!(a.index, P => {
-        let tr = packed::<T, T::Acc>(trace, Float::to_acc);
-        let clip = Clip::<T::Acc>::new(lo, hi);
+        let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
         // SAFETY: T is the weight dtype, P the index type; host memory.
         let (view, ws) = unsafe { (a.view::<P>(), weights.slice_mut::<T>()) };
         let cols = &view.indices;
         let parallel = worth_sharing(st, a.nnz + a.m);
         for_each_item(st, parallel, weight_rows(&view, ws), MIN_ROWS_PER_TASK, |i, row| {
             let cols = &cols[view.row(i).start..][..row.len()];
-            if post {
+            if rule.post {
                 for (w, &c) in row.iter_mut().zip(cols) {
                     if active[c as usize] {
                         clip.add(w, tr[i]);
