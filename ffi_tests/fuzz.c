@@ -327,7 +327,7 @@ static void round_dense(Side fast, Side ref) {
     evs_dtype st = events ? (below(2) ? EVS_DTYPE_BOOL : t) : t;
     void *w = values(t, w_rows * w_cols, 0), *x = values(st, s_rows * n, events);
     Output c = output(t, m * n);
-    double alpha = (double)(below(5) - 2) * 0.5, beta = (double)(below(3)) * 0.5;
+    double alpha = odd_scalar((double)(below(5) - 2) * 0.5), beta = odd_scalar((double)(below(3)) * 0.5);
     evs_status status[2];
     Side sides[2] = {fast, ref};
     for (int s = 0; s < 2; s++) {

@@ -56,10 +56,18 @@ where
                 nonzero_product::<T>(st, nz, p);
                 Ok(())
             }
-            DenseMm::Gemm => gemm_product::<T>(st, &mut nz.packed, p),
+            DenseMm::Gemm if ieee_in_gemm(p) => gemm_product::<T>(st, &mut nz.packed, p),
             _ => reference(),
         }
     })
+}
+
+/// Whether the GEMM kernels give what the reference's IEEE arithmetic gives (alpha times the
+/// finished sum, beta times the old value): not for an empty product (they leave beta·C where
+/// NaN alpha times the empty sum is NaN) nor for non-finite scalars (they scale partial sums).
+fn ieee_in_gemm(p: &DenseProduct) -> bool {
+    let k = if p.op == Op::N { p.w.cols } else { p.w.rows };
+    k > 0 && p.alpha.is_finite() && p.beta.is_finite()
 }
 
 /// dense mv on a spike list (checked against the neurons) on a CPU context: only the listed
