@@ -222,6 +222,13 @@ static struct evs_dense *rewrap(const struct evs_dense *d, struct evs_context *c
     return out;
 }
 
+/* Destroys a handle of argument `which`'s kind (NULL: nothing). */
+static evs_status destroy_arg(int which, void *handle) {
+    return which == ARG_STREAM   ? evs_stream_destroy(handle)
+           : which == ARG_MATRIX ? evs_csr_destroy(handle)
+                                 : evs_dense_destroy(handle);
+}
+
 /* Replaces *arg (argument `which`: a stream, csr or dense handle) as `misuse` says; a handle it
  * made and did not destroy (on the other context) comes back in *made, for destroy_arg after
  * the call. */
@@ -248,17 +255,7 @@ static void misuse_arg(int misuse, int which, void **arg, Side own, Side other, 
         *made = fresh;
         return;
     }
-    evs_status gone = which == ARG_STREAM   ? evs_stream_destroy(fresh)
-                      : which == ARG_MATRIX ? evs_csr_destroy(fresh)
-                                            : evs_dense_destroy(fresh);
-    if (gone) FAIL("destroy: %s", evs_last_error());
-}
-
-static void destroy_arg(int which, void *made) {
-    if (!made) return;
-    if (which == ARG_STREAM) evs_stream_destroy(made);
-    else if (which == ARG_MATRIX) evs_csr_destroy(made);
-    else evs_dense_destroy(made);
+    if (destroy_arg(which, fresh)) FAIL("destroy: %s", evs_last_error());
 }
 
 /* One spmv / spmm round: the same call on both sides, compared. */

@@ -2,7 +2,7 @@
 
 use super::products::active_indices;
 use super::{
-    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, rows_mut, worth_sharing, Blend, Rule,
+    for_each_item, listed_mask, live_rows, load_input, packed, par_rows_mut, rows_mut, worth_sharing, Blend, Rule,
     MIN_ROWS_PER_TASK,
 };
 use crate::core::context::Stream;
@@ -92,7 +92,7 @@ fn dense_plasticity_typed<T: Float>(st: &Stream, parallel: bool, w: &Dense, spik
     if rule.post || !worth_sharing(st, listed.len() * w.cols) {
         return dense_plasticity_listed::<T>(st, parallel, w, &listed, rule);
     }
-    let active = load_events(spikes)?;
+    let active = listed_mask(&listed, spikes.rows);
     let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
     // SAFETY: T is w's dtype; host memory.
     let ws = unsafe { w.slice_mut::<T>() };

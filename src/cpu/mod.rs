@@ -21,7 +21,7 @@ pub use sparse::{analyse, csr_plasticity, csr_to_csc, yw2y};
 use crate::core::context::Stream;
 use crate::core::dense::Dense;
 use crate::core::InputKind;
-use crate::dtype::{with_event, with_float, Acc, DType, Event, Float};
+use crate::dtype::{with_float, Acc, DType, Event, Float};
 use crate::error::Result;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -45,9 +45,11 @@ fn pack_into<T: Copy, U>(x: &Dense, out: &mut Vec<U>, f: impl Fn(T) -> U) {
     }
 }
 
-/// Which elements of an event array are active.
-fn load_events(x: &Dense) -> Result<Vec<bool>> {
-    with_event!(x.dtype, E => Ok(packed::<E, bool>(x, Event::active)))
+/// Which of `len` neurons are listed.
+fn listed_mask(listed: &[u32], len: usize) -> Vec<bool> {
+    let mut mask = vec![false; len];
+    listed.iter().for_each(|&i| mask[i as usize] = true);
+    mask
 }
 
 /// An event as an accumulator value: 1 when active, else 0.

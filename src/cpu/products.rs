@@ -198,12 +198,12 @@ impl<'a, A: Acc> LiveRows<'a, A> {
     ) -> Result<LiveRows<'a, A>> {
         rows.clear();
         values.clear();
-        if kind == InputKind::Events && x.dtype == DType::Bool && x.cols == 1 && x.ld == 1 {
-            // SAFETY: bool arrays hold bytes; host memory.
-            find_spikes(&unsafe { x.slice::<u8>() }[..x.rows], rows);
-            values.resize(rows.len(), A::ONE);
-        } else {
-            with_input!(x.dtype, kind, T, f => find_live(x, rows, values, f));
+        match (kind, spike_bytes(x)) {
+            (InputKind::Events, Some(bytes)) => {
+                find_spikes(bytes, rows);
+                values.resize(rows.len(), A::ONE);
+            }
+            _ => with_input!(x.dtype, kind, T, f => find_live(x, rows, values, f)),
         }
         Ok(LiveRows { rows, values, n: x.cols })
     }
@@ -252,14 +252,19 @@ fn find_live<E: Copy, A: Acc>(x: &Dense, rows: &mut Vec<u32>, values: &mut Vec<A
 /// live rows (a quiet stretch costs a cache line's check).
 pub(super) fn active_indices(spikes: &Dense) -> Result<Vec<u32>> {
     let mut rows = Vec::new();
-    if spikes.dtype == DType::Bool && spikes.cols == 1 && spikes.ld == 1 {
-        // SAFETY: bool arrays hold bytes; host memory.
-        find_spikes(&unsafe { spikes.slice::<u8>() }[..spikes.rows], &mut rows);
+    if let Some(bytes) = spike_bytes(spikes) {
+        find_spikes(bytes, &mut rows);
     } else {
         let mut values = Vec::new();
         with_event!(spikes.dtype, E => find_live(spikes, &mut rows, &mut values, event_value::<E, f32>));
     }
     Ok(rows)
+}
+
+/// A bool vector's bytes, where they lie contiguous (the spike vectors of a simulator).
+fn spike_bytes(x: &Dense) -> Option<&[u8]> {
+    // SAFETY: bool arrays hold bytes; host memory.
+    (x.dtype == DType::Bool && x.cols == 1 && x.ld == 1).then(|| &unsafe { x.slice::<u8>() }[..x.rows])
 }
 
 /// The positions of the non-zero bytes of a spike vector: runs of zero bytes are skipped a

@@ -2,7 +2,7 @@
 
 use super::products::active_indices;
 use super::{
-    for_each_item, live_rows, load_events, load_input, packed, par_rows_mut, worth_sharing, Blend, Rule,
+    for_each_item, listed_mask, live_rows, load_input, packed, par_rows_mut, worth_sharing, Blend, Rule,
     MIN_ROWS_PER_TASK, SPARSE_WORK,
 };
 use crate::core::context::Stream;
@@ -271,7 +271,7 @@ fn csr_plasticity_typed<T: Float>(st: &Stream, a: &Csr, spikes: &Dense, rule: Ru
         // Event-driven: the active neurons as a spike list (post through the CSC mirror).
         return csr_plasticity_listed::<T>(a, &listed, rule);
     }
-    let active = load_events(spikes)?;
+    let active = listed_mask(&listed, spikes.rows);
     let weights = a.hetero_weights("plasticity")?;
     with_index!(a.index, P => {
         let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
