@@ -11,8 +11,7 @@
 //      row_warp_scatter (f32/f64, n = 1) a warp per row (active_lines.cuh, warp_per_line), for
 //                       long rows, and a warp per listed row of a spike list
 //      output_slices    (n = 1, events and spike lists, sorted rows) a block per slice of the
-//                       output, summed in shared memory and blended once (short event
-//                       vectors scanned by every block, longer ones listed by live_rows first)
+//                       output, summed in shared memory and blended once
 //   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror
 //   N and T on events, n > 1: event_bits, B's events packed to bits, then a warp per output
 //                       line and 128 columns (64 where n <= 64), parts of it on alternate
@@ -306,22 +305,21 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 
 // ---------------------------------------------------------------- T on events: output slices
 // output_slices (n = 1; event vectors and spike lists; rows sorted by column): block s owns the
-// a.ldaux outputs [s a.ldaux, (s + 1) a.ldaux) (the slice width analysis chose, at most
-// SLICE_OUTPUTS) and sums them in shared memory, reading only the entries of the live rows that
-// fall in its slice, then blends its slice into y once: no global atomics, and no beta pass
-// before. a.aux holds, per row, where its entries of each slice begin, relative to the row's
-// start (uint32, one per slice and the row's length last; built at analysis). A block stages
-// the segments of a window of live rows at a time (all 48 KB of static shared memory: 2,048
-// rows, 1,024 for f64's wider sums), then walks them with a lane group per segment, the group
-// as wide as the window's mean segment (fewer rows, wider groups), each lane SLICE_ROWS_AT_ONCE
-// segments with their loads in flight together. Homogeneous weights count hits in integers
-// (native shared atomics) and multiply once, so their sums are the same every run. The live
-// rows come from a spike list (SpikeRows), from an event vector listed first by live_rows
-// (BlockRows: no count to zero before, so no memset node), or, for a short event vector, from
-// each block's own scan of it (ScannedRows: one launch in all). bench/probe_slices.cu and
+// outputs [s SLICE_OUTPUTS, (s + 1) SLICE_OUTPUTS) and sums them in shared memory, reading only
+// the entries of the live rows that fall in its slice, then blends its slice into y once: no
+// global atomics, and no beta pass before. a.aux holds, per row, where its entries of each slice
+// begin, relative to the row's start (uint32, one per slice and the row's length last; built at
+// analysis). A block stages the segments of a window of live rows at a time (all 48 KB of static
+// shared memory: 2,048 rows, 1,024 for f64's wider sums); SLICE_LANES lanes
+// walk a segment, a lane group SLICE_ROWS_AT_ONCE segments with their loads in flight together.
+// Homogeneous weights count hits in integers (native shared atomics: a float add in shared memory
+// is a compare-and-swap loop) and multiply once, so their sums are the same every run. The live
+// rows come from a spike list (SpikeRows), or from an event vector listed first by live_rows
+// (BlockRows: no count to zero before, so no memset node). bench/probe_slices.cu and
 // bench/NOTES.md, "Output slices", measure the shapes.
 #define SLICE_OUTPUTS 4096
 #define SLICE_THREADS 1024
+#define SLICE_LANES 16
 #define SLICE_ROWS_AT_ONCE 8
 
 // Live rows a block stages at a time, beside its sums of type A.
@@ -335,55 +333,18 @@ template <class T, class Acc> __device__ __forceinline__ Acc slice_term(const Ar
 template <class A> __device__ __forceinline__ A slice_total(unsigned hits, const Args& a) { return A(hits) * A(a.homo); }
 template <class A> __device__ __forceinline__ A slice_total(A sum, const Args&) { return sum; }
 
-// The window's segments in this block's slice: rows [0, rows) hold live row indices in begin
-// (negative: skipped), replaced by where each row's segment begins, with its length in len.
-// Returns the segments' total length (below 2^31: analysis keeps offsets for rows shorter
-// than 2^20 only).
-template <class Walk> __device__ int stage_segments(const Args& a, int64_t* begin, unsigned* len, int rows) {
-    const int64_t s = blockIdx.x, per_row = gridDim.x + 1;
-    const unsigned* bounds = (const unsigned*)a.aux;
-    int mine = 0;
-    for (int t = threadIdx.x; t < rows; t += SLICE_THREADS) {
-        const int64_t r = begin[t];
-        unsigned n = 0;
-        int64_t first = 0;
-        if (r >= 0) {
-            const unsigned* b = bounds + r * per_row + s;
-            first = Walk::begin(a, r) + b[0], n = b[1] - b[0];
-        }
-        begin[t] = first, len[t] = n, mine += (int)n;
-    }
-    int total;
-    block_exclusive_sum<SLICE_THREADS>(mine, &total);  // also publishes begin and len
-    return total;
-}
-
-// Lanes per segment (a power of two, SLICE_LANES at least: a sector of indices each): enough to
-// walk the mean segment in one step, few enough that the block's groups take every row of the
-// window in one pass.
-#define SLICE_LANES_LOG2 4
-__device__ int segment_lanes_log2(int rows, int total, int rows_at_once) {
-    const int mean = rows ? (total + rows - 1) / rows : 1, fill = SLICE_THREADS * rows_at_once / max(rows, 1);
-    int log2 = SLICE_LANES_LOG2;
-    while ((1 << log2) < SLICE_THREADS && (1 << log2) < mean && (2 << log2) <= fill) log2++;
-    return log2;
-}
-
 // The entries of the staged segments [0, rows) added into the slice's sums (outputs from c0).
-template <class T, class Acc, class Walk>
-__device__ void add_segments(const Args& a, Acc* sums, const int64_t* begin, const unsigned* len, int rows, int total, int64_t c0) {
-    constexpr int U = SLICE_ROWS_AT_ONCE / (sizeof(Acc) / 4);  // f64: 4, no spills
-    const int shift = segment_lanes_log2(rows, total, U), lanes = 1 << shift, groups = SLICE_THREADS >> shift;
-    const int group = threadIdx.x >> shift, sub = threadIdx.x & (lanes - 1);
-    const unsigned width = (unsigned)a.ldaux;
-    for (int j0 = group; j0 < rows; j0 += groups * U) {
-        int64_t p[U];
-        int left[U];  // entries of the segment from p on
+template <class T, class Acc>
+__device__ void add_segments(const Args& a, Acc* sums, const int64_t* begin, const unsigned* len, int rows, int64_t c0) {
+    constexpr int GROUPS = SLICE_THREADS / SLICE_LANES, U = SLICE_ROWS_AT_ONCE / (sizeof(Acc) / 4);  // f64: 4, no spills
+    const int group = threadIdx.x / SLICE_LANES, sub = threadIdx.x % SLICE_LANES;
+    for (int j0 = group; j0 < rows; j0 += GROUPS * U) {
+        int64_t p[U], end[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const int j = j0 + u * groups;
+            const int j = j0 + u * GROUPS;
             p[u] = j < rows ? begin[j] + sub : 0;
-            left[u] = j < rows ? (int)len[j] - sub : 0;
+            end[u] = j < rows ? begin[j] + len[j] : 0;
         }
         for (bool any = true; any;) {
             any = false;
@@ -391,50 +352,37 @@ __device__ void add_segments(const Args& a, Acc* sums, const int64_t* begin, con
             Acc term[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const bool on = left[u] > 0;
-                out[u] = on ? (unsigned)(Walk::source(a, p[u]) - c0) : width;
-                term[u] = on ? slice_term<T, Acc>(a, Walk::entry(a, p[u])) : Acc(0);
+                const bool on = p[u] < end[u];
+                out[u] = on ? (unsigned)(__ldcs(a.indices + p[u]) - c0) : SLICE_OUTPUTS;
+                term[u] = on ? slice_term<T, Acc>(a, p[u]) : Acc(0);
                 any |= on;
-                p[u] += lanes, left[u] -= lanes;
+                p[u] += SLICE_LANES;
             }
 #pragma unroll
             for (int u = 0; u < U; u++)
-                if (out[u] < width) atomicAdd(sums + out[u], term[u]);  // in the slice even if the structure changed
+                if (out[u] < SLICE_OUTPUTS) atomicAdd(sums + out[u], term[u]);  // in the slice even if the structure changed
         }
     }
 }
 
-// Where output_slices finds the live rows: each_window<WINDOW>(a, rows, f) puts up to WINDOW
-// row indices (negative: skip) at rows[0, count) and calls f(count) on every thread, for each
-// window in turn (the whole block calls it).
-// by_windows: count rows, the g-th being row(g), a window at a time.
-template <int WINDOW, class Row, class F> __device__ void by_windows(int64_t count, Row row, int64_t* rows, F f) {
-    for (int64_t w0 = 0; w0 < count; w0 += WINDOW) {
-        const int n = (int)min((int64_t)WINDOW, count - w0);
-        for (int t = threadIdx.x; t < n; t += SLICE_THREADS) rows[t] = row(w0 + t);
-        __syncthreads();
-        f(n);
-        __syncthreads();  // the window is restaged next
-    }
-}
-// SpikeRows: a spike list.
-struct SpikeRows {
-    template <int WINDOW, class F> __device__ void each_window(const Args& a, int64_t* rows, F f) {
-        by_windows<WINDOW>(listed(a), [&](int64_t g) { return listed_at(a, g, a.m); }, rows, f);  // T only
-    }
-};
-// BlockRows: the lists of live_rows, a.lines of them, list b at a.x + b a.ldx with its length
-// at a.spike_count[b], concatenated through their starts, summed in shared memory.
+// Where output_slices finds the live rows: count() (the whole block calls it), then row(g) for
+// g < count, or -1 to skip. SpikeRows: a spike list. BlockRows: the lists of live_rows, a.lines
+// of them, list b at a.x + b a.ldx with its length at a.spike_count[b], concatenated through
+// their starts, summed in shared memory.
 #define LIVE_LISTS_MAX 512
+struct SpikeRows {
+    __device__ int64_t count(const Args& a) { return listed(a); }
+    __device__ int64_t row(const Args& a, int64_t g) { return listed_at(a, g, a.m); }
+};
 struct BlockRows {
     int start[LIVE_LISTS_MAX + 1];  // where each list begins in the concatenation, the total last
-    template <int WINDOW, class F> __device__ void each_window(const Args& a, int64_t* rows, F f) {
+    __device__ int64_t count(const Args& a) {
         const int i = threadIdx.x;
         int total;
         const int before = block_exclusive_sum<SLICE_THREADS>(i < a.lines ? a.spike_count[i] : 0, &total);
         if (i <= a.lines) start[i] = before;
         __syncthreads();
-        by_windows<WINDOW>(total, [&](int64_t g) { return row(a, g); }, rows, f);
+        return total;
     }
     __device__ int64_t row(const Args& a, int64_t g) {
         int lo = 0, hi = (int)a.lines - 1;  // the last list that starts at or before g holds it
@@ -446,55 +394,42 @@ struct BlockRows {
         return ((const int*)a.x)[lo * a.ldx + g - start[lo]];
     }
 };
-// ScannedRows: the block scans the event vector (lines rows, a.ldx apart) itself, SCAN_RUN
-// consecutive rows a thread per round (their loads in flight together), and one block scan
-// places the live ones in order; the host picks it where the vector is short enough for every
-// block to read it.
-#define SCAN_RUN 16
-template <class In> struct ScannedRows {
-    template <int WINDOW, class F> __device__ void each_window(const Args& a, int64_t* rows, F f) {
-        for (int64_t base = 0; base < a.lines; base += SLICE_THREADS * SCAN_RUN) {
-            const int64_t first = base + threadIdx.x * SCAN_RUN;
-            unsigned live = 0;  // bit j: row first + j
-#pragma unroll
-            for (int j = 0; j < SCAN_RUN; j++)
-                live |= (unsigned)(first + j < a.lines && active(((const In*)a.x)[(first + j) * a.ldx])) << j;
-            int count;
-            const int at = block_exclusive_sum<SLICE_THREADS>(__popc(live), &count);
-            for (int w0 = 0; w0 < count; w0 += WINDOW) {
-                int g = at;
-                for (unsigned b = live; b; b &= b - 1, g++)
-                    if (g >= w0 && g < w0 + WINDOW) rows[g - w0] = first + __ffs(b) - 1;
-                __syncthreads();
-                f(min(WINDOW, count - w0));
-                __syncthreads();  // the window is restaged next
+
+template <class T, class Acc, class Rows>
+__device__ void slice_sums(const Args& a, Rows& live, Acc* sums, int64_t* begin, unsigned* len) {
+    constexpr int WINDOW = slice_window<typename AccOf<T>::type>();
+    const int64_t s = blockIdx.x, c0 = s * SLICE_OUTPUTS, per_row = gridDim.x + 1;
+    const unsigned* bounds = (const unsigned*)a.aux;
+    for (int i = threadIdx.x; i < SLICE_OUTPUTS; i += SLICE_THREADS) sums[i] = Acc(0);
+    const int64_t count = live.count(a);
+    for (int64_t w0 = 0; w0 < count; w0 += WINDOW) {
+        const int rows = (int)min((int64_t)WINDOW, count - w0);
+        for (int t = threadIdx.x; t < rows; t += SLICE_THREADS) {
+            const int64_t r = live.row(a, w0 + t);
+            begin[t] = 0, len[t] = 0;
+            if (r >= 0) {
+                const unsigned* b = bounds + r * per_row + s;
+                begin[t] = row_start(a, r) + b[0], len[t] = b[1] - b[0];
             }
         }
+        __syncthreads();
+        add_segments<T, Acc>(a, sums, begin, len, rows, c0);
+        __syncthreads();  // the window is restaged next
     }
-};
-
-template <class T, class Acc, class Walk, class Rows>
-__device__ void slice_sums(const Args& a, Rows& live, Acc* sums, int64_t* begin, unsigned* len) {
-    typedef typename AccOf<T>::type A;
-    const int64_t width = a.ldaux, c0 = blockIdx.x * width;
-    for (int i = threadIdx.x; i < width; i += SLICE_THREADS) sums[i] = Acc(0);
-    live.template each_window<slice_window<A>()>(a, begin, [&](int rows) {
-        const int total = stage_segments<Walk>(a, begin, len, rows);
-        add_segments<T, Acc, Walk>(a, sums, begin, len, rows, total, c0);
-    });
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < width && c0 + i < Walk::outputs(a); i += SLICE_THREADS)
+    typedef typename AccOf<T>::type A;
+    for (int64_t i = threadIdx.x; i < SLICE_OUTPUTS && c0 + i < a.k; i += SLICE_THREADS)
         blend((T*)a.y + (c0 + i) * a.ldy, slice_total<A>(sums[i], a), a);
 }
 
-template <class T, class Walk, class Rows> __device__ void output_slices(const Args& a) {
+template <class T, class Rows> __device__ void output_slices(const Args& a) {
     typedef typename AccOf<T>::type A;
     __shared__ __align__(8) unsigned char sums[SLICE_OUTPUTS * sizeof(A)];
     __shared__ int64_t begin[slice_window<A>()];
     __shared__ unsigned len[slice_window<A>()];
     __shared__ Rows live;
-    if (a.weights) slice_sums<T, A, Walk>(a, live, (A*)sums, begin, len);
-    else slice_sums<T, unsigned, Walk>(a, live, (unsigned*)sums, begin, len);
+    if (a.weights) slice_sums<T, A>(a, live, (A*)sums, begin, len);
+    else slice_sums<T, unsigned>(a, live, (unsigned*)sums, begin, len);
 }
 
 // The live rows of an event vector (a.m of them, a.ldx apart) listed per block for BlockRows:
@@ -633,16 +568,10 @@ EVS_FOR_FLOATS(BITS)
 #define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)
 PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64)
 
-#define SLICES(T, TN)                                                                             \
-    EVS_KERNEL(spmv_t_slices_##TN, (SLICE_THREADS), (output_slices<T, CsrWalk, BlockRows>))        \
-    EVS_KERNEL(spmv_t_slices_##TN##_i32, (SLICE_THREADS), (output_slices<T, CsrWalk, SpikeRows>)) \
-    EVS_KERNEL(spmv_n_slices_##TN, (SLICE_THREADS), (output_slices<T, CscWalk, BlockRows>))
+#define SLICES(T, TN)                                                                   \
+    EVS_KERNEL(spmv_t_slices_##TN, (SLICE_THREADS), (output_slices<T, BlockRows>)) \
+    EVS_KERNEL(spmv_t_slices_##TN##_i32, (SLICE_THREADS), (output_slices<T, SpikeRows>))
 EVS_FOR_FLOATS(SLICES)
-#define SLICES_SCANNED(T, TN, In, InN)                                                                  \
-    EVS_KERNEL(spmv_t_slices_scan_##TN##_##InN, (SLICE_THREADS), (output_slices<T, CsrWalk, ScannedRows<In>>)) \
-    EVS_KERNEL(spmv_n_slices_scan_##TN##_##InN, (SLICE_THREADS), (output_slices<T, CscWalk, ScannedRows<In>>))
-#define SLICES_SCANNED_ALL(T, TN) EVS_FOR_INPUTS(SLICES_SCANNED, T, TN)
-EVS_FOR_FLOATS(SLICES_SCANNED_ALL)
 #define LIVE_ROWS(In, InN) KERNEL(live_rows_##InN, live_rows<In>)
 LIVE_ROWS(u8, bool) LIVE_ROWS(f16, f16) LIVE_ROWS(bf16, bf16) LIVE_ROWS(float, f32) LIVE_ROWS(double, f64)
 

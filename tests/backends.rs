@@ -273,22 +273,11 @@ fn sort_rows(indices: &mut [i32], indptr: &[i64]) {
 }
 
 /// Rows sorted by column (duplicates and empty rows among them) over several slices of
-/// `output_slices`' outputs, long enough that analysis keeps their slice offsets. `variant`:
-/// 0 narrow slices (a short output), 1 full slices, 2 more rows than blocks scan themselves
-/// (event vectors listed by `live_rows` first), 3 more columns than that; 2 and 3 with columns
-/// long enough for the CSC mirror's offsets too (N on events).
-fn sliced_pattern(rng: &mut Rng, variant: usize) -> Pattern {
-    let (m, k) = match variant {
-        0 => (100 + rng.below(300), 1 + rng.below(16 * plan::SLICE_OUTPUTS)),
-        1 => (100 + rng.below(300), 16 * plan::SLICE_OUTPUTS + 1 + rng.below(2 * plan::SLICE_OUTPUTS)),
-        2 => (plan::SCANNED_EVENTS_MAX + 1 + rng.below(2000), 1 + rng.below(1000)),
-        _ => (100 + rng.below(300), plan::SCANNED_EVENTS_MAX + 1 + rng.below(2000)),
-    };
-    let per_offset = plan::SPMM_T.entries_per_slice_offset_min as usize * 2;
-    let mut mean = per_offset * (plan::slices(k) + 1);
-    if variant >= 2 {
-        mean = mean.max((per_offset * (plan::slices(m) + 1) * k).div_ceil(m));
-    }
+/// `output_slices`' outputs, long enough that analysis keeps their slice offsets.
+fn sliced_pattern(rng: &mut Rng) -> Pattern {
+    let slices = 2 + rng.below(3);
+    let (m, k) = (100 + rng.below(300), (slices - 1) * plan::SLICE_OUTPUTS + 1 + rng.below(plan::SLICE_OUTPUTS));
+    let mean = (plan::SPMM_T.entries_per_slice_offset_min as usize) * (slices + 1) * 2;
     let mut indptr = vec![0i64];
     let mut indices = vec![];
     for _ in 0..m {
@@ -355,16 +344,15 @@ fn scalars(p: &mut Pair) -> (f64, f64) {
 /// spmv / spmm with op `op` on random and skewed patterns, every dtype, homo and hetero, every
 /// input kind.
 fn spmm_cases(p: &mut Pair, op: Op) {
-    for (variant, t) in FLOATS.into_iter().enumerate() {
+    for t in FLOATS {
         for homo in [true, false] {
-            // sorted rows over several output slices: every dtype once (each its own variant),
-            // homo and hetero alike; spmv on their events always (output_slices)
+            // sorted rows over several output slices: every dtype once, homo and hetero alike
             let sliced = homo == matches!(t, DType::F16 | DType::F32);
-            let pat = if sliced { sliced_pattern(&mut p.rng, variant) } else { pattern(&mut p.rng) };
+            let pat = if sliced { sliced_pattern(&mut p.rng) } else { pattern(&mut p.rng) };
             let (dev_a, cpu_a, _) = csr_both(p, &pat, t, homo);
             let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
             for (kind, xt) in input_kinds(t) {
-                let vector = (sliced && kind == InputKind::Events) || p.rng.below(3) == 0;
+                let vector = p.rng.below(3) == 0;
                 let n = if vector { 1 } else { [1, 3, 33, 70, 130][p.rng.below(5)] };
                 let ndim = if vector { 1 } else { 2 };
                 let x = input(p, kind, xt, (ndim, rows_in, n));

@@ -4,7 +4,7 @@
 use super::context::{Backend, Context, Stream};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
-use super::plan::{row_class, slice_offsets_kept, slice_width, slices, SPMM_N};
+use super::plan::{row_class, slice_offsets_kept, slices, SLICE_OUTPUTS, SPMM_N};
 use super::stats::CsrStats;
 use super::{checked_product, size_arg};
 use crate::dtype::{with_float, Acc, DType, Float};
@@ -144,27 +144,24 @@ impl Profile {
 }
 
 /// The CSC mirror in device memory: colptr (int64, k + 1), rowind (int32), perm (int64); and
-/// where `plan::slice_offsets_kept`, the rows' (and the columns') slice offsets of
-/// `output_slices`.
+/// where `plan::slice_offsets_kept`, the rows' slice offsets of `output_slices`.
 pub struct DeviceAnalysis {
     pub colptr: Arc<Buffer>,
     pub rowind: Arc<Buffer>,
     pub perm: Arc<Buffer>,
     pub slice_offsets: Option<Arc<Buffer>>,
-    /// The same for the CSC mirror's columns (N on events), where kept.
-    pub csc_slice_offsets: Option<Arc<Buffer>>,
 }
 
-/// Per line (a row, or a column of the CSC mirror), the offset of its first entry in each output
-/// slice of `slice_width(outputs)` outputs, from the line's start, and its length last (uint32,
-/// `slices(outputs) + 1` per line; lines sorted).
-fn slice_offsets<'a>(lines: impl Iterator<Item = &'a [i32]>, outputs: usize) -> Vec<u32> {
-    let (slices, width) = (slices(outputs), slice_width(outputs));
-    let mut offsets = Vec::new();
-    for line in lines {
+/// Per row, the offset of its first entry in each output slice of `SLICE_OUTPUTS` columns, from
+/// the row's start, and its length last (uint32, `slices(k) + 1` per row; rows sorted).
+fn slice_offsets(view: &CsrView<'_, i64>) -> Vec<u32> {
+    let slices = slices(view.k);
+    let mut offsets = Vec::with_capacity(view.m * (slices + 1));
+    for i in 0..view.m {
+        let row = &view.indices[view.row(i)];
         let mut p = 0;
         for s in 0..=slices {
-            while p < line.len() && (line[p] as usize) < s * width {
+            while p < row.len() && (row[p] as usize) < s * SLICE_OUTPUTS {
                 p += 1;
             }
             offsets.push(p as u32);
@@ -412,18 +409,12 @@ impl Csr {
         let colptr: Vec<i64> = an.colptr.iter().map(|&v| v as i64).collect();
         let rowind: Vec<i32> = an.rowind.iter().map(|&v| v as i32).collect();
         let perm: Vec<i64> = an.perm.iter().map(|&v| v as i64).collect();
-        let rows = (0..view.m).map(|i| &view.indices[view.row(i)]);
-        let columns = an.colptr.windows(2).map(|c| &rowind[c[0]..c[1]]);
         let built = DeviceAnalysis {
             colptr: upload("csr analysis", as_bytes(&colptr))?,
             rowind: upload("csr analysis", as_bytes(&rowind))?,
             perm: upload("csr analysis", as_bytes(&perm))?,
             slice_offsets: match slice_offsets_kept(stats) {
-                true => Some(upload("csr analysis", as_bytes(&slice_offsets(rows, self.k)))?),
-                false => None,
-            },
-            csc_slice_offsets: match slice_offsets_kept(&stats.transposed()) {
-                true => Some(upload("csr analysis", as_bytes(&slice_offsets(columns, self.m)))?),
+                true => Some(upload("csr analysis", as_bytes(&slice_offsets(view)))?),
                 false => None,
             },
         };
@@ -458,13 +449,11 @@ mod tests {
 
     #[test]
     fn slice_offsets_mark_each_rows_first_entry_per_slice() {
-        let k = 3 * 256 - 5;
-        assert_eq!(slice_width(k), 256);
-        let w = 256;
+        let w = SLICE_OUTPUTS as i32;
         let indices = [0, 5, w, w, 2 * w + 1, w - 1, 2 * w];
         let indptr = [0i64, 5, 5, 7];
-        let rows = indptr.windows(2).map(|r| &indices[r[0] as usize..r[1] as usize]);
+        let view = CsrView { m: 3, k: 2 * SLICE_OUTPUTS + 10, indptr: &indptr, indices: &indices };
         // three slices: per row, the offsets where slices 0, 1, 2 begin and the row's length
-        assert_eq!(slice_offsets(rows, k), [0, 2, 4, 5, 0, 0, 0, 0, 0, 1, 1, 2]);
+        assert_eq!(slice_offsets(&view), [0, 2, 4, 5, 0, 0, 0, 0, 0, 1, 1, 2]);
     }
 }

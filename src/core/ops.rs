@@ -122,9 +122,6 @@ pub fn spmm(
             let fits = |alg| match alg {
                 plan::SpmmN::CscScatter => false, // the GPU's reads spike lists only
                 plan::SpmmN::EventBits => kind == InputKind::Events && !vector,
-                plan::SpmmN::OutputSlices => {
-                    kind == InputKind::Events && vector && plan::slice_offsets_kept(&profile.stats.transposed())
-                }
                 _ => true,
             };
             let alg = gpu_plan(s, chosen, fits)?;

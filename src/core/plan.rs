@@ -114,11 +114,6 @@ algorithms! {
         /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
         /// thread; GPU: spike lists, a warp per listed column, with atomics, f32/f64).
         CscScatter = "csc_scatter" on Both,
-        /// spmv on events: `output_slices` of spmv T along the CSC mirror's columns (a block per
-        /// slice of output rows, the live columns' entries in it summed in shared memory, one
-        /// launch for short event vectors); needs the columns' slice offsets that analysis
-        /// keeps where they are small beside the matrix.
-        OutputSlices = "output_slices" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -137,11 +132,11 @@ algorithms! {
         CscGather = "csc_gather" on Both,
         /// Events with n > 1: `event_bits` of spmm N along the CSC mirror.
         EventBits = "event_bits" on Gpu,
-        /// spmv on events and spike lists, rows sorted by column: a block per slice of the
-        /// output (`slice_width`) sums the live rows' entries in that slice in shared memory and
-        /// writes the slice once (no global atomics, no beta pass, one launch where the event
-        /// vector is short), any dtype; needs the rows' slice offsets that analysis keeps where
-        /// they are small beside the matrix (`slice_offsets_kept`).
+        /// spmv on events and spike lists, rows sorted by column: a block per slice of
+        /// `SLICE_OUTPUTS` outputs sums the live rows' entries in that slice in shared memory and
+        /// writes the slice once (no global atomics, no beta pass), any dtype; needs the rows'
+        /// slice offsets that analysis keeps where they are small beside the matrix
+        /// (`slice_offsets_kept`).
         OutputSlices = "output_slices" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
@@ -306,9 +301,7 @@ fn skewed(lines: &LengthStats) -> bool {
 /// floats on 10,000² x 200/row with 10 % of B active (bench/NOTES.md, "spmm on events").
 pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
-    if n == 1 && kind == InputKind::Events && output_slices_pay(&stats.transposed()) {
-        SpmmN::OutputSlices
-    } else if skewed(rows) {
+    if skewed(rows) {
         SpmmN::LengthClasses
     } else if kind == InputKind::Events && n > 1 {
         SpmmN::EventBits
@@ -331,53 +324,35 @@ pub struct SpmmTTable {
     /// scatter's two.
     pub scatter_nnz_min: usize,
     /// Analysis keeps the rows' slice offsets (4 bytes per row and slice) when rows hold at
-    /// least this many entries per offset on average: at most 1/4 of the indices' memory.
+    /// least this many entries per offset on average: at most 1/8 of the indices' memory.
     pub entries_per_slice_offset_min: f64,
+    /// spmv on events runs `output_slices` from this many slices (blocks) up, when the offsets
+    /// are kept and the matrix holds `scatter_nnz_min` entries.
+    pub slices_min: usize,
 }
 
-/// Outputs one block of `output_slices` owns at most (kernels/sparse.cu, SLICE_OUTPUTS).
+/// Outputs one block of `output_slices` owns (kernels/sparse.cu, SLICE_OUTPUTS).
 pub const SLICE_OUTPUTS: usize = 4096;
-/// Narrower slices for outputs of fewer than `SLICES_MIN` x `SLICE_OUTPUTS` elements, so that
-/// at least `SLICES_MIN` blocks share the live entries, down to `SLICE_OUTPUTS_MIN` outputs.
-const SLICES_MIN: usize = 16;
-const SLICE_OUTPUTS_MIN: usize = 256;
-/// Rows longer than this keep no slice offsets: a window of 2,048 live rows then holds fewer
-/// than 2^31 entries (the kernel's int sums).
-const SLICE_ROW_MAX: usize = (1 << 20) - 1;
-
-/// Event vectors up to this many rows are scanned by every `output_slices` block, in one round
-/// of loads (SLICE_THREADS x SCAN_RUN, kernels/sparse.cu), rather than listed by `live_rows`
-/// first (a launch).
-pub const SCANNED_EVENTS_MAX: usize = 1024 * 16;
-
-/// Outputs per slice of an output of `k` elements: a power of two.
-pub fn slice_width(k: usize) -> usize {
-    let share = (k / SLICES_MIN).max(1);
-    (1usize << share.ilog2()).clamp(SLICE_OUTPUTS_MIN, SLICE_OUTPUTS)
-}
 
 /// Slices of an output of `k` elements.
 pub fn slices(k: usize) -> usize {
-    k.div_ceil(slice_width(k))
+    k.div_ceil(SLICE_OUTPUTS)
 }
 
 /// Whether analysis keeps the slice offsets of a matrix (`output_slices` can run on it): rows
 /// sorted, long enough for the offsets to be small beside the indices, and short enough for
-/// the kernel's 32-bit sums.
+/// 32-bit offsets.
 pub fn slice_offsets_kept(stats: &CsrStats) -> bool {
     let offsets = (slices(stats.cols.lines) + 1) as f64;
     stats.sorted_rows
         && stats.nnz > 0
         && stats.rows.mean >= SPMM_T.entries_per_slice_offset_min * offsets
-        && stats.rows.max <= SLICE_ROW_MAX
+        && stats.rows.max < u32::MAX as usize
 }
 
-/// Whether `output_slices` is the choice for spmv on events and spike lists: on large matrices
-/// (full slices, `SLICES_MIN` of them at least), and on outputs cut into narrower slices, where
-/// one launch replaces a zeroing node and a scatter.
+/// Whether `output_slices` is the choice for spmv on events and spike lists.
 pub fn output_slices_pay(stats: &CsrStats) -> bool {
-    let narrow = slice_width(stats.cols.lines) < SLICE_OUTPUTS;
-    slice_offsets_kept(stats) && (narrow || stats.nnz >= SPMM_T.scatter_nnz_min)
+    slice_offsets_kept(stats) && stats.nnz >= SPMM_T.scatter_nnz_min && slices(stats.cols.lines) >= SPMM_T.slices_min
 }
 
 /// Set from `bench/bench.py --variants` on the H100 (bench/NOTES.md, "spmm T"): events at
@@ -391,8 +366,12 @@ pub fn output_slices_pay(stats: &CsrStats) -> bool {
 /// 500,000 rows of 2,000 at 0.4 %, 15.6 against 50.8 for row_warp_scatter; 100,000 of 1,000 at
 /// 1 % (25 slices), 10.0 against 16.6; 400,000 of 80 (98 slices, under one entry per row and
 /// slice), 7.6 against 5.5.
-pub const SPMM_T: SpmmTTable =
-    SpmmTTable { scatter_nnz_min: 1 << 20, row_warp_mean_min: 512.0, entries_per_slice_offset_min: 4.0 };
+pub const SPMM_T: SpmmTTable = SpmmTTable {
+    scatter_nnz_min: 1 << 20,
+    row_warp_mean_min: 512.0,
+    entries_per_slice_offset_min: 8.0,
+    slices_min: 16,
+};
 
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
 /// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
@@ -671,11 +650,7 @@ mod tests {
         let float = InputKind::Float;
         assert_eq!(choose_spmm_n(&uniform, 128, float, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 128, InputKind::Events, &H100), SpmmN::EventBits);
-        // spmv on events along the CSC mirror where its columns keep slice offsets
-        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, &H100), SpmmN::OutputSlices);
-        let short_columns =
-            CsrStats { cols: LengthStats::from_lengths(std::iter::repeat_n(4, 250_000)), ..uniform.clone() };
-        assert_eq!(choose_spmm_n(&short_columns, 1, InputKind::Events, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, &H100), SpmmN::WarpPerRow);
         let short = stats(&[3, 0, 8, 5]);
         assert_eq!(choose_spmm_n(&short, 1, float, &H100), SpmmN::ThreadPerRow);
         assert_eq!(choose_spmm_n(&short, 64, float, &H100), SpmmN::WarpPerRow);
@@ -700,28 +675,16 @@ mod tests {
     #[test]
     fn other_families_choose_by_the_call() {
         let (small, large) = (stats(&[80; 4000]), stats(&[80; 400_000]));
-        // long rows, unsorted: no slice offsets
-        let long = CsrStats { sorted_rows: false, ..stats(&[2000; 1000]) };
+        let long = stats(&[2000; 1000]);
         assert_eq!(choose_spmm_t(&large, 1, DType::F32, InputKind::Float), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&large, 1, DType::F64, InputKind::Events), SpmmT::Scatter);
         assert_eq!(choose_spmm_t(&long, 1, DType::F32, InputKind::Events), SpmmT::RowWarpScatter);
         assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Events), SpmmT::EventBits);
         assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Float), SpmmT::CscGather);
-        // a short output in narrow slices: one launch, no zeroing node
-        assert_eq!(slice_width(4000), 256);
-        assert_eq!(choose_spmm_t(&small, 1, DType::F32, InputKind::Events), SpmmT::OutputSlices);
-        let unsorted_small = CsrStats { sorted_rows: false, ..small.clone() };
-        assert_eq!(choose_spmm_t(&unsorted_small, 1, DType::F32, InputKind::Events), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&small, 1, DType::F32, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&large, 1, DType::BF16, InputKind::Events), SpmmT::CscGather);
-        let wide = CsrStats {
-            cols: LengthStats::from_lengths(std::iter::repeat_n(4, 500_000)),
-            sorted_rows: true,
-            ..long.clone()
-        };
-        assert!(output_slices_pay(&wide) && !output_slices_pay(&long) && !slice_offsets_kept(&long));
-        // full slices pay from scatter_nnz_min entries up
-        let few = CsrStats { nnz: SPMM_T.scatter_nnz_min - 1, ..wide.clone() };
-        assert!(slice_offsets_kept(&few) && !output_slices_pay(&few));
+        let wide = CsrStats { cols: LengthStats::from_lengths(std::iter::repeat_n(4, 500_000)), ..long.clone() };
+        assert!(output_slices_pay(&wide) && !output_slices_pay(&long) && slice_offsets_kept(&long));
         for dtype in [DType::BF16, DType::F32] {
             assert_eq!(choose_spmm_t(&wide, 1, dtype, InputKind::Events), SpmmT::OutputSlices);
         }

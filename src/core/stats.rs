@@ -75,11 +75,6 @@ impl CsrStats {
         let sorted_rows = (0..view.m).all(|i| view.indices[view.row(i)].windows(2).all(|w| w[0] <= w[1]));
         CsrStats { nnz: view.indices.len(), rows, cols: LengthStats::from_lengths(per_col.into_iter()), sorted_rows }
     }
-
-    /// The statistics of the CSC mirror read as a CSR (its columns as rows, each in row order).
-    pub fn transposed(&self) -> CsrStats {
-        CsrStats { nnz: self.nnz, rows: self.cols.clone(), cols: self.rows.clone(), sorted_rows: true }
-    }
 }
 
 #[cfg(test)]

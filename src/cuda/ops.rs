@@ -13,7 +13,6 @@ use crate::core::ops::Product;
 use crate::core::plan::{self, can_scatter, plan_name, Algorithm, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
 use crate::core::spikes::{SpikeList, Spikes};
 use crate::core::InputKind;
-use crate::core::Op;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
@@ -179,7 +178,6 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.m, n), &args)
         }
         SpmmN::EventBits => event_bits(s, SPMM_N_BITS, p, args, a.m),
-        SpmmN::OutputSlices => output_slices_on_events(s, Op::N, p, with_csc(s, a, args)?),
         SpmmN::LengthClasses => {
             let [thread, warp, block] = profile.class_rows.map(|r| r as u64);
             let warps = THREADS as u64 / 32;
@@ -229,7 +227,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
         SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc(s, a, args)?, a.k),
-        SpmmT::OutputSlices => output_slices_on_events(s, Op::T, p, args),
+        SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc(s, a, args)?)
@@ -285,7 +283,7 @@ pub fn spmv_spikes_n(s: &Stream, alpha: f64, a: &Csr, list: SpikeList, beta: f64
 pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
     let args = list_product_args(list, alpha, a, beta, y);
     if alg == SpmmT::OutputSlices {
-        return output_slices(s, Op::T, a, args, SliceLines::Listed(Some(DType::I32)));
+        return output_slices(s, a, args, Some(DType::I32));
     }
     let (gpu, stream) = parts(s)?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
@@ -304,50 +302,23 @@ const LIVE_LISTS_MAX: u64 = 512;
 /// Rows a `live_rows` block lists at least.
 const LIVE_LIST_ROWS_MIN: u64 = 2048;
 
-/// `output_slices`: a block per slice of the output, each blending its slice into y, along the
-/// rows (T) or the CSC mirror's columns (N, `args` holding the mirror); the live lines from a
-/// list or from every block's own scan of the event vector.
-fn output_slices(s: &Stream, op: Op, a: &Csr, args: Args, lines: SliceLines) -> Result<()> {
+/// `output_slices`: a block per slice of the output, each blending its slice into y; the live
+/// rows from a spike list (`list` = I32) or from `live_rows`' lists (None).
+fn output_slices(s: &Stream, a: &Csr, args: Args, list: Option<DType>) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let analysis = a.device_analysis(s)?;
-    let (offsets, outputs) = match op {
-        Op::T => (&analysis.slice_offsets, a.k),
-        Op::N => (&analysis.csc_slice_offsets, a.m),
-    };
-    let offsets = offsets
-        .as_ref()
-        .ok_or_else(|| Error::internal("output_slices ran on a matrix whose slice offsets analysis did not keep"))?;
-    let (listed, scanned) = match op {
-        Op::T => (SPMV_T_SLICES, SPMV_T_SLICES_SCAN),
-        Op::N => (SPMV_N_SLICES, SPMV_N_SLICES_SCAN),
-    };
-    let function = match lines {
-        SliceLines::Listed(list) => gpu.kernel(listed, Some(a.dtype), list)?,
-        SliceLines::Scanned(events) => gpu.kernel(scanned, Some(a.dtype), Some(events))?,
-    };
-    let grid = Grid::new((plan::slices(outputs) as u64, 1), (SLICE_THREADS, 1));
-    let width = plan::slice_width(outputs) as i64;
-    gpu.launch(stream, function, grid, &Args { aux: offsets.addr(), ldaux: width, ..args })
+    let offsets =
+        a.device_analysis(s)?.slice_offsets.as_ref().ok_or_else(|| {
+            Error::internal("output_slices ran on a matrix whose slice offsets analysis did not keep")
+        })?;
+    let grid = Grid::new((plan::slices(a.k) as u64, 1), (SLICE_THREADS, 1));
+    gpu.launch(stream, gpu.kernel(SPMV_T_SLICES, Some(a.dtype), list)?, grid, &Args { aux: offsets.addr(), ..args })
 }
 
-/// Where `output_slices` finds the live lines: a list (a spike list, I32, or None: the lists of
-/// `live_rows`), or the event vector of that dtype, scanned by every block.
-enum SliceLines {
-    Listed(Option<DType>),
-    Scanned(DType),
-}
-
-/// `output_slices` on an event vector: short ones scanned by each block; longer ones' live
-/// lines listed first (`live_rows`, up to LIVE_LISTS_MAX lists in the stream's scratch: their
-/// lengths, then the lists).
-fn output_slices_on_events(s: &Stream, op: Op, p: &Product, args: Args) -> Result<()> {
-    let lines = if op == Op::T { p.a.m } else { p.a.k };
-    if lines <= plan::SCANNED_EVENTS_MAX {
-        let scanned = Args { lines: lines as i64, ..args };
-        return output_slices(s, op, p.a, scanned, SliceLines::Scanned(p.x.dtype));
-    }
+/// `output_slices` on an event vector: its live rows listed first (`live_rows`, up to
+/// LIVE_LISTS_MAX lists in the stream's scratch: their lengths, then the lists).
+fn output_slices_on_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let m = lines as u64;
+    let m = p.a.m as u64;
     let lists = m.div_ceil(LIVE_LIST_ROWS_MIN).clamp(1, LIVE_LISTS_MAX);
     let rows_per_list = m.div_ceil(lists).max(1);
     let scratch = scratch(s, 4 * (LIVE_LISTS_MAX + lists * rows_per_list) as usize)?; // held until both launches are queued
@@ -363,7 +334,7 @@ fn output_slices_on_events(s: &Stream, op: Op, p: &Product, args: Args) -> Resul
     };
     gpu.launch(stream, gpu.kernel(LIVE_ROWS, Some(p.x.dtype), None)?, Grid::new((lists, 1), (THREADS, 1)), &listing)?;
     let listed = Args { x: rows, ldx: rows_per_list as i64, lines: lists as i64, spike_count: lengths, ..args };
-    output_slices(s, op, p.a, listed, SliceLines::Listed(None))
+    output_slices(s, p.a, listed, None)
 }
 
 /// Batches that share one read of the weights and indices (kernels/yw2y.cu).
