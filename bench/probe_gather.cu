@@ -25,23 +25,26 @@ struct Gather {
     int m, k;
 };
 
-__device__ __forceinline__ float warp_total(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
+// This warp's row (a warp per row).
+__device__ __forceinline__ int warp_row() { return (blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
+
+// The warp's lanes' sums added and stored as y[i].
+__device__ __forceinline__ void store_row(const Gather& g, int i, float acc) {
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
 }
 
 __global__ void v1(Gather g) {
-    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int i = warp_row();
     if (i >= g.m) return;
     float acc = 0;
     for (int64_t p = g.indptr[i] + (threadIdx.x & 31); p < g.indptr[i + 1]; p += 32)
         if (g.events[g.indices[p]]) acc += g.w[p];
-    acc = warp_total(acc);
-    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
+    store_row(g, i, acc);
 }
 
 __global__ void v2(Gather g) {
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int i = warp_row();
     if (i >= g.m) return;
     const int end = g.indptr[i + 1];
     float acc = 0;
@@ -56,8 +59,7 @@ __global__ void v2(Gather g) {
         for (int u = 0; u < 8; u++)
             if (on[u]) acc += g.w[p0 + 32 * u];
     }
-    acc = warp_total(acc);
-    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
+    store_row(g, i, acc);
 }
 
 // The row's entries [begin, end): a scalar head up to the indices' first 16-byte boundary, int4
@@ -80,11 +82,16 @@ template <class Active> __device__ float row_sum_int4(const Gather& g, int begin
 }
 
 __global__ void v3(Gather g) {
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int i = warp_row();
     if (i >= g.m) return;
-    float acc = row_sum_int4(g, g.indptr[i], g.indptr[i + 1], [&](int c) { return g.events[c] != 0; });
-    acc = warp_total(acc);
-    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
+    store_row(g, i, row_sum_int4(g, g.indptr[i], g.indptr[i + 1], [&](int c) { return g.events[c] != 0; }));
+}
+
+// v4-v6 after their mask of the events (bit c of word c / 32: column c fires) is in place.
+__device__ void masked_row(const Gather& g, const unsigned* mask) {
+    const int i = warp_row();
+    if (i >= g.m) return;
+    store_row(g, i, row_sum_int4(g, g.indptr[i], g.indptr[i + 1], [&](int c) { return (mask[c >> 5] >> (c & 31)) & 1u; }));
 }
 
 #define MASK_WORDS_MAX 4096  // 131,072 events
@@ -97,11 +104,7 @@ __global__ void v4(Gather g) {
         mask[wd] = bits;
     }
     __syncthreads();
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (i >= g.m) return;
-    float acc = row_sum_int4(g, g.indptr[i], g.indptr[i + 1], [&](int c) { return (mask[c >> 5] >> (c & 31)) & 1u; });
-    acc = warp_total(acc);
-    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
+    masked_row(g, mask);
 }
 
 // v5: v4 with the mask packed by ballots (a warp per 32 events, each lane one byte, coalesced).
@@ -117,11 +120,7 @@ __global__ void v5(Gather g) {
     __shared__ unsigned mask[MASK_WORDS_MAX];
     pack_mask(g.events, g.k, mask);
     __syncthreads();
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (i >= g.m) return;
-    float acc = row_sum_int4(g, g.indptr[i], g.indptr[i + 1], [&](int c) { return (mask[c >> 5] >> (c & 31)) & 1u; });
-    acc = warp_total(acc);
-    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
+    masked_row(g, mask);
 }
 
 // v6: one block packs the mask into global memory first (a node of its own); the gather's blocks
@@ -131,24 +130,19 @@ __global__ void v6(Gather g, const unsigned* global_mask) {
     __shared__ unsigned mask[MASK_WORDS_MAX];
     for (int wd = threadIdx.x; wd < (g.k + 31) / 32; wd += blockDim.x) mask[wd] = global_mask[wd];
     __syncthreads();
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (i >= g.m) return;
-    float acc = row_sum_int4(g, g.indptr[i], g.indptr[i + 1], [&](int c) { return (mask[c >> 5] >> (c & 31)) & 1u; });
-    acc = warp_total(acc);
-    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
+    masked_row(g, mask);
 }
 
 // v7: v1's loop reading the global mask instead of the bytes (one node before it, as v6).
 __global__ void v7(Gather g, const unsigned* mask) {
-    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int i = warp_row();
     if (i >= g.m) return;
     float acc = 0;
     for (int64_t p = g.indptr[i] + (threadIdx.x & 31); p < g.indptr[i + 1]; p += 32) {
         const int c = g.indices[p];
         if ((__ldg(mask + (c >> 5)) >> (c & 31)) & 1u) acc += g.w[p];
     }
-    acc = warp_total(acc);
-    if ((threadIdx.x & 31) == 0) g.y[i] = acc;
+    store_row(g, i, acc);
 }
 
 static void run(int m, int per_row, double rate) {
