@@ -228,11 +228,18 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
 
 
 def bench_spmm(evs, tab, quick):
-    for m, per_row, n in [(10000, 200, 128), (10000, 200, 64), (10000, 1000, 128)]:
+    """B 10 % nonzero and dense, 32 to 256 columns; rows of 200 and 1000; and B larger than L2
+    (200,000 rows of 128 columns, 102 MB)."""
+    cases = [(10000, 200, [(128, 0.1), (64, 0.1), (32, 0.1), (256, 0.1), (128, 1.0), (64, 1.0), (32, 1.0), (256, 1.0)]),
+             (10000, 1000, [(128, 0.1)]), (200_000, 50, [(128, 0.1), (128, 1.0)])]
+    for m, per_row, shapes in cases:
         crow, col = random_csr(m, m, per_row)
         w = torch.rand(col.numel(), device="cuda")
         a = evs.csr(m, m, crow, col, w)
-        spmm_rows(evs, tab, f"{m}² ×{per_row}/row, B {n} cols (10% nz)", a, m, m, crow, col, w, n)
+        for n, nz in shapes:
+            share = "10% nz" if nz < 1 else "dense"
+            spmm_rows(evs, tab, f"{m:,}² ×{per_row}/row, B {n} cols ({share})".replace("10,000", "10000"), a, m, m, crow, col,
+                      w, n, nz)
         a.close()
 
 

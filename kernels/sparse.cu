@@ -16,6 +16,8 @@
 //   N and T on events, n > 1: event_bits, B's events packed to bits, then a warp per output
 //                       line and 128 columns (64 where n <= 64), parts of it on alternate
 //                       entries
+//   N and T on floats, n > 1: nonzero_lists, B's rows listed as their nonzeros, then a warp
+//                       per output line and 128 columns touching only those
 #include "active_lines.cuh"
 
 #include <type_traits>
@@ -536,6 +538,181 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
     }
 }
 
+// ---------------------------------------------------------------- spmm on mostly-zero floats
+// nonzero_lists (float B, n > 1): list_nonzeros writes each row of B, per 128 columns, as a list
+// of its nonzeros: a NONZERO_SLOT_BYTES slot of (column, value) pairs in the stream's scratch
+// (a.aux, a.ldaux slots per row of B), pair 0's column holding the count, or DENSE where they
+// do not fit (more than a quarter nonzero for f32). Then lists_mm: a warp per (output line, 128
+// columns), 32 entries at a time. Where a batch's entries are all listed, parts of LANES lanes
+// take alternate entries, adding weight x value at the listed columns into the part's sums in
+// shared memory (the columns of one list are distinct, so no atomics). Where any is DENSE, the
+// batch reads B's rows as they are, each lane holding its columns in registers. The same order
+// every run.
+#define NONZERO_COLS 128
+#define NONZERO_SLOT_BYTES 256
+#define LISTS_AT_ONCE 4         // lists a part loads at once
+#define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread: no spills
+
+// One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
+// values, so a pair is 4 bytes).
+template <class T> struct alignas(2 * sizeof(T)) Listed {
+    typedef typename std::conditional<sizeof(T) == 2, unsigned short, unsigned>::type Col;
+    static constexpr Col DENSE = Col(~0u);  // the count of a tile read from B as it is
+    static constexpr int MAX = NONZERO_SLOT_BYTES / (2 * sizeof(T)) - 1;  // pairs a slot holds
+    Col col;
+    T val;
+};
+
+// A warp per (row of B, 128 columns): a ballot per 32 columns finds the nonzeros (NaN counts,
+// -0 does not), and each lane writes its own at its rank.
+template <class T> __device__ void list_nonzeros(const Args& a) {
+    const int64_t tiles = a.ldaux, w = warp_id();
+    if (w >= a.lines * tiles) return;  // whole warps
+    const int lane = lane_id();
+    const int64_t row = w / tiles, c0 = (w % tiles) * NONZERO_COLS;
+    const T* x = (const T*)a.x + row * a.ldx + c0;
+    Listed<T>* slot = (Listed<T>*)((char*)a.y + w * NONZERO_SLOT_BYTES);
+    T v[4];
+    unsigned live[4];
+    int count = 0;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int c = lane + 32 * u;
+        const bool in = c0 + c < a.n;
+        if (in) v[u] = x[c];
+        live[u] = __ballot_sync(0xffffffffu, in && to_f(v[u]) != 0);
+        count += __popc(live[u]);
+    }
+    const bool fits = count <= Listed<T>::MAX;
+    if (lane == 0) slot[0].col = fits ? count : Listed<T>::DENSE;
+    if (!fits) return;
+    const unsigned below = (1u << lane) - 1;
+    int rank = 1;  // after the count
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        if (live[u] >> lane & 1) slot[rank + __popc(live[u] & below)] = {(typename Listed<T>::Col)(lane + 32 * u), v[u]};
+        rank += __popc(live[u]);
+    }
+}
+
+// V adjacent elements, loaded with one vector load where aligned.
+template <class T, int V> struct alignas(V * sizeof(T)) Run { T v[V]; };
+
+// A batch of entries read from B as it is: lane l holds columns c .. c + V - 1 (c = c0 + V l)
+// in acc; entries in turn, their loads in flight several at a time. RUNS: each lane's V columns
+// are one aligned vector, all in B or all past n (those lanes read column 0 and are dropped).
+template <class T, int V, bool RUNS, class A>
+__device__ __forceinline__ void dense_batch(const Args& a, int count, int64_t src, A w, int64_t c, A* acc) {
+    const T* x = (const T*)a.x + (RUNS && c >= a.n ? 0 : c);
+#pragma unroll 4
+    for (int e = 0; e < count; e++) {
+        const T* row = x + __shfl_sync(0xffffffffu, src, e) * a.ldx;
+        const A we = __shfl_sync(0xffffffffu, w, e);
+        if (RUNS) {
+            const Run<T, V> r = *(const Run<T, V>*)row;
+#pragma unroll
+            for (int u = 0; u < V; u++) acc[u] += we * A(to_f(r.v[u]));
+        } else {
+#pragma unroll
+            for (int u = 0; u < V; u++)
+                if (c + u < a.n) acc[u] += we * A(to_f(row[u]));
+        }
+    }
+}
+
+// A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE
+// at a time (their first pairs loaded together), adding weight x value at the listed columns
+// into its sums `mine`; lane e of the batch holds entry e's list, weight and count.
+template <class T, int LANES, class A>
+__device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A w, unsigned head, A* mine) {
+    constexpr int PARTS = 32 / LANES;
+    const int part = lane_id() / LANES, sub = lane_id() % LANES;
+    for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
+        const Listed<T>* l[LISTS_AT_ONCE];
+        A we[LISTS_AT_ONCE];
+        unsigned h[LISTS_AT_ONCE];
+        Listed<T> first[LISTS_AT_ONCE];
+#pragma unroll
+        for (int u = 0; u < LISTS_AT_ONCE; u++) {
+            const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32; past the batch h = 0
+            l[u] = (const Listed<T>*)__shfl_sync(0xffffffffu, (unsigned long long)list, e);
+            we[u] = __shfl_sync(0xffffffffu, w, e);
+            h[u] = __shfl_sync(0xffffffffu, head, e);
+            if (sub < (int)h[u]) first[u] = l[u][sub];
+        }
+#pragma unroll
+        for (int u = 0; u < LISTS_AT_ONCE; u++) {
+            if (sub < (int)h[u]) mine[first[u].col] += we[u] * A(to_f(first[u].val));
+            for (int j = sub + LANES; j < (int)h[u]; j += LANES) mine[l[u][j].col] += we[u] * A(to_f(l[u][j].val));
+            __syncwarp();  // the next list may hold the same columns
+        }
+    }
+}
+
+// Line i over COLS = 8 LANES columns from blockIdx.y 128 (all of n where n <= 64): batches of 32
+// entries, the next batch's sources, weights and list counts loading while one is added.
+template <class T, class Walk, int LANES>
+__device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* sums) {
+    typedef typename AccOf<T>::type A;
+    constexpr int PARTS = 32 / LANES, COLS = 8 * LANES, V = COLS / 32;
+    const int lane = lane_id();
+    const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS, c = c0 + V * lane;
+    const char* slots = (const char*)a.aux + blockIdx.y * NONZERO_SLOT_BYTES;
+    const int64_t stride = a.ldaux * NONZERO_SLOT_BYTES;  // bytes of slots per row of B
+    const bool runs = (uintptr_t)a.x % sizeof(Run<T, V>) == 0 && a.ldx % V == 0 && a.n % V == 0;
+    for (int k = lane; k < PARTS * COLS; k += 32) sums[k] = A(0);
+    __syncwarp();
+    A acc[V] = {};
+    const int64_t begin = Walk::begin(a, i), end = Walk::end(a, i);
+    auto fetch = [&](int64_t base, int64_t& src, A& w, unsigned& head) {  // lane e: entry base + e
+        src = 0, w = 0, head = 0;
+        if (base + lane < end) {
+            src = Walk::source(a, base + lane);
+            w = weight<T, A>(a, Walk::entry(a, base + lane));
+            head = ((const Listed<T>*)(slots + src * stride))->col;
+        }
+    };
+    int64_t src;
+    A w;
+    unsigned head;
+    fetch(begin, src, w, head);
+    for (int64_t base = begin; base < end; base += 32) {
+        int64_t next_src;
+        A next_w;
+        unsigned next_head;
+        fetch(base + 32, next_src, next_w, next_head);
+        const int count = (int)min((int64_t)32, end - base);
+        if (__any_sync(0xffffffffu, head == Listed<T>::DENSE)) {
+            if (runs) dense_batch<T, V, true>(a, count, src, w, c, acc);
+            else dense_batch<T, V, false>(a, count, src, w, c, acc);
+        } else {
+            const Listed<T>* list = (const Listed<T>*)(slots + src * stride) + 1;
+            listed_batch<T, LANES>(count, list, w, head, sums + (lane / LANES) * COLS);
+        }
+        src = next_src, w = next_w, head = next_head;
+    }
+#pragma unroll
+    for (int u = 0; u < V; u++) sums[V * lane + u] += acc[u];  // this lane's own columns of part 0
+    __syncwarp();
+    for (int k = lane; k < COLS && c0 + k < a.n; k += 32) {
+        A sum = 0;
+        for (int q = 0; q < PARTS; q++) sum += sums[q * COLS + k];
+        blend((T*)a.y + i * a.ldy + c0 + k, sum, a);
+    }
+}
+
+// Parts of 4 lanes where n <= 32, 8 where n <= 64 (one tile of 32 or 64 columns), else 16.
+template <class T, class Walk> __device__ void lists_mm(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    __shared__ A sums[BLOCK_WARPS][8 * 32];
+    const int warp = threadIdx.x / 32;
+    const int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + warp;
+    if (i >= Walk::count(a)) return;  // whole warps
+    if (a.n <= 32) lists_line<T, Walk, 4>(a, i, sums[warp]);
+    else if (a.n <= 64) lists_line<T, Walk, 8>(a, i, sums[warp]);
+    else lists_line<T, Walk, 16>(a, i, sums[warp]);
+}
+
 #define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)
 #define GATHER(T, TN, In, InN)                                         \
     KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
@@ -565,6 +742,11 @@ KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<doub
     KERNEL(spmm_n_bits_##TN, (bits_mm<T, CsrWalk>)) \
     KERNEL(spmm_t_bits_##TN, (bits_mm<T, CscWalk>))
 EVS_FOR_FLOATS(BITS)
+#define LISTS(T, TN)                                        \
+    KERNEL(list_nonzeros_##TN, list_nonzeros<T>)            \
+    EVS_KERNEL(spmm_n_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM), (lists_mm<T, CsrWalk>)) \
+    EVS_KERNEL(spmm_t_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM), (lists_mm<T, CscWalk>))
+EVS_FOR_FLOATS(LISTS)
 #define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)
 PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64)
 

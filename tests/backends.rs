@@ -330,9 +330,21 @@ fn input_kinds(t: DType) -> Vec<(InputKind, DType)> {
 }
 
 fn input(p: &mut Pair, kind: InputKind, dtype: DType, shape: (u32, usize, usize)) -> Both {
-    let n = shape.1 * shape.2;
-    let v = if kind == InputKind::Float { p.values(n, 30) } else { p.events(dtype, n) };
+    let v = if kind == InputKind::Float { p.mostly_zero(shape.1, shape.2) } else { p.events(dtype, shape.1 * shape.2) };
     p.both(dtype, shape, &v)
+}
+
+impl Pair {
+    /// rows x cols floats, each row with its own share of zeros (none, some, most or all), so
+    /// that zero-skipping kernels meet dense and sparse rows in one call.
+    fn mostly_zero(&mut self, rows: usize, cols: usize) -> Vec<f64> {
+        (0..rows)
+            .flat_map(|_| {
+                let pct = [0, 30, 80, 95, 100][self.rng.below(5)];
+                self.values(cols, pct)
+            })
+            .collect()
+    }
 }
 
 fn scalars(p: &mut Pair) -> (f64, f64) {
@@ -397,6 +409,48 @@ fn spmv_and_spmm_n_match_cpu() {
 fn spmv_and_spmm_t_match_cpu() {
     let mut p = Pair::new();
     p.each_algorithm::<plan::SpmmT>(|p| (0..2).for_each(|_| spmm_cases(p, Op::T)));
+}
+
+/// spmm N and T on mostly-zero floats with `nonzero_lists` forced: every dtype, homo and
+/// hetero, n across the parts' widths and past one 128-column tile, B a view with 16-byte rows
+/// or misaligned ones, rows from all-zero to all-nonzero (also all of B either).
+#[test]
+fn spmm_on_mostly_zero_floats_matches_cpu() {
+    let mut p = Pair::new();
+    if !p.on_gpu() {
+        return;
+    }
+    for (case, n) in [2, 31, 32, 33, 64, 65, 128, 136, 300].into_iter().enumerate() {
+        for op in [Op::N, Op::T] {
+            p.dev.0.forced.apply(if op == Op::N { "spmm_n:nonzero_lists" } else { "spmm_t:nonzero_lists" }).unwrap();
+            let t = FLOATS[case % FLOATS.len()];
+            let homo = case % 3 == 0;
+            let pat = if case % 2 == 0 { pattern(&mut p.rng) } else { skewed_pattern(&mut p.rng) };
+            let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
+            let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+            let values = match case % 4 {
+                0 => vec![0.0; rows_in * n],
+                1 => p.values(rows_in * n, 0),
+                _ => p.mostly_zero(rows_in, n),
+            };
+            let (ld, offset) = if case % 3 == 1 { (n + 1, 1) } else { (n.next_multiple_of(8), 0) };
+            let b = p.placed(t, (2, rows_in, n, ld), offset, &values);
+            let (alpha, beta) = scalars(&mut p);
+            let c = p.output(t, (2, rows_out, n), beta);
+            let what = format!("nonzero_lists {op:?} {} homo={homo} n={n} ld={ld} {}x{}", t.name(), pat.m, pat.k);
+            let run = |side: &(Arc<Context>, Stream), a: &Csr, b: &Dense, c: &Dense| {
+                ops::spmm(&side.1, op, InputKind::Float, alpha, a, b, beta, c, false)
+            };
+            run(&p.dev, &dev_a, &b.view.dev, &c.dev).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                plan::plan_name(plan::last()),
+                if op == Op::N { "spmm_n:nonzero_lists" } else { "spmm_t:nonzero_lists" }
+            );
+            run(&p.cpu, &cpu_a, &b.view.cpu, &c.cpu).unwrap();
+            p.compare(&what, &c);
+        }
+    }
+    p.dev.0.forced.apply("spmm_n:auto,spmm_t:auto").unwrap();
 }
 
 #[test]

@@ -122,6 +122,7 @@ pub fn spmm(
             let fits = |alg| match alg {
                 plan::SpmmN::CscScatter => false, // the GPU's reads spike lists only
                 plan::SpmmN::EventBits => kind == InputKind::Events && !vector,
+                plan::SpmmN::NonzeroLists => kind == InputKind::Float && !vector,
                 _ => true,
             };
             let alg = gpu_plan(s, chosen, fits)?;
@@ -132,6 +133,7 @@ pub fn spmm(
                 plan::SpmmT::Scatter => plan::can_scatter(a.dtype),
                 plan::SpmmT::RowWarpScatter => vector && plan::can_scatter(a.dtype),
                 plan::SpmmT::EventBits => kind == InputKind::Events && !vector,
+                plan::SpmmT::NonzeroLists => kind == InputKind::Float && !vector,
                 plan::SpmmT::OutputSlices => {
                     kind == InputKind::Events && vector && plan::slice_offsets_kept(&profile.stats)
                 }

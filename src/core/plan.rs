@@ -110,6 +110,11 @@ algorithms! {
         /// Events with n > 1: B's events packed to bits (a per-stream scratch), then a warp per
         /// row and 128 columns adding each entry's weight where its bits are set; no atomics.
         EventBits = "event_bits" on Gpu,
+        /// Floats with n > 1: each row of B listed as its nonzeros per 128 columns (a
+        /// per-stream scratch; a tile with more than a quarter nonzero stays as it is), then a
+        /// warp per row and 128 columns where each entry touches only its row's nonzeros; no
+        /// atomics.
+        NonzeroLists = "nonzero_lists" on Gpu,
         /// Columns with live input (events, spike lists) spread their entries onto the output
         /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
         /// thread; GPU: spike lists, a warp per listed column, with atomics, f32/f64).
@@ -132,6 +137,8 @@ algorithms! {
         CscGather = "csc_gather" on Both,
         /// Events with n > 1: `event_bits` of spmm N along the CSC mirror.
         EventBits = "event_bits" on Gpu,
+        /// Floats with n > 1: `nonzero_lists` of spmm N along the CSC mirror.
+        NonzeroLists = "nonzero_lists" on Gpu,
         /// spmv on events and spike lists, rows sorted by column: a block per slice of
         /// `SLICE_OUTPUTS` outputs sums the live rows' entries in that slice in shared memory and
         /// writes the slice once (no global atomics, no beta pass), any dtype; needs the rows'
@@ -299,6 +306,9 @@ fn skewed(lines: &LengthStats) -> bool {
 
 /// spmv / spmm N. Events with n > 1 read bits, 2.5-4x faster than the gather of bytes or
 /// floats on 10,000² x 200/row with 10 % of B active (bench/NOTES.md, "spmm on events").
+/// Floats gather: `nonzero_lists` wins only where B is mostly zeros (1.3x at 128 columns and
+/// 10 %), which the host does not know, and loses 1.2-2x on dense B (bench/NOTES.md, "spmm on
+/// mostly-zero floats").
 pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
     if skewed(rows) {

@@ -178,6 +178,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.m, n), &args)
         }
         SpmmN::EventBits => event_bits(s, SPMM_N_BITS, p, args, a.m),
+        SpmmN::NonzeroLists => nonzero_lists(s, SPMM_N_LISTS, p, args, a.m),
         SpmmN::LengthClasses => {
             let [thread, warp, block] = profile.class_rows.map(|r| r as u64);
             let warps = THREADS as u64 / 32;
@@ -227,6 +228,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
         SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc(s, a, args)?, a.k),
+        SpmmT::NonzeroLists => nonzero_lists(s, SPMM_T_LISTS, p, with_csc(s, a, args)?, a.k),
         SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
@@ -266,6 +268,37 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
         gpu.kernel(family, Some(p.a.dtype), None)?,
         grid,
         &Args { aux: bits, ldaux: words as i64, ..args },
+    )
+}
+
+/// Columns of B one list covers, and the bytes of its slot (kernels/sparse.cu, "spmm on
+/// mostly-zero floats").
+const NONZERO_COLS: u64 = 128;
+const NONZERO_SLOT_BYTES: u64 = 256;
+
+/// spmm on floats in two launches: B's rows listed as their nonzeros into the stream's scratch,
+/// then a warp per output line (`lines` of them) and 128 columns, blending into C.
+fn nonzero_lists(s: &Stream, family: Family, p: &Product, args: Args, lines: usize) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (b_rows, n, dtype) = (p.x.rows as u64, p.y.cols as u64, p.x.dtype);
+    let tiles = n.div_ceil(NONZERO_COLS);
+    let scratch = scratch(s, (b_rows * tiles * NONZERO_SLOT_BYTES) as usize)?; // held until both launches are queued
+    let list = Args {
+        x: args.x,
+        ldx: args.ldx,
+        y: scratch.ptr,
+        ldaux: tiles as i64,
+        lines: b_rows as i64,
+        n: n as i64,
+        ..Args::default()
+    };
+    gpu.launch(stream, gpu.kernel(LIST_NONZEROS, Some(dtype), None)?, Grid::warps(b_rows * tiles), &list)?;
+    let grid = Grid::warps_by_columns(lines as u64, n, NONZERO_COLS);
+    gpu.launch(
+        stream,
+        gpu.kernel(family, Some(dtype), None)?,
+        grid,
+        &Args { aux: scratch.ptr, ldaux: tiles as i64, ..args },
     )
 }
 
