@@ -1,6 +1,6 @@
 //! Dense-weight operations: event/float matrix products and plasticity.
 
-use super::products::active_indices;
+use super::products::with_active_indices;
 use super::{
     for_each_item, listed_mask, live_rows, load_input, packed, par_rows_mut, rows_mut, worth_sharing, Blend, Rule,
     MIN_ROWS_PER_TASK,
@@ -70,17 +70,19 @@ fn dense_plasticity_listed<T: Float>(st: &Stream, parallel: bool, w: &Dense, lis
     if w.cols == 0 {
         return Ok(()); // no weights, and a W without columns spans no memory at all
     }
-    let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
-    // SAFETY: T is w's dtype; host memory.
-    let ws = unsafe { w.slice_mut::<T>() };
+    let clip = rule.clip::<T::Acc>();
+    // SAFETY: T is w's dtype, shared by the trace (checked by the op); host memory.
+    let (ws, trace) = unsafe { (w.slice_mut::<T>(), rule.trace.slice::<T>()) };
+    let tr = |i: usize| trace[i * rule.trace.ld].to_acc(); // read in place: nothing to allocate
     if rule.post {
         for_each_item(st, parallel, rows_mut(ws, w.ld, w.cols), MIN_ROWS_PER_TASK, |i, row| {
-            listed.iter().for_each(|&c| clip.add(&mut row[c as usize], tr[i]));
+            let t = tr(i);
+            listed.iter().for_each(|&c| clip.add(&mut row[c as usize], t));
         });
     } else {
         for &i in listed {
             let row = &mut ws[i as usize * w.ld..][..w.cols];
-            row.iter_mut().zip(&tr).for_each(|(v, &t)| clip.add(v, t));
+            row.iter_mut().enumerate().for_each(|(c, v)| clip.add(v, tr(c)));
         }
     }
     Ok(())
@@ -88,11 +90,14 @@ fn dense_plasticity_listed<T: Float>(st: &Stream, parallel: bool, w: &Dense, lis
 
 fn dense_plasticity_typed<T: Float>(st: &Stream, parallel: bool, w: &Dense, spikes: &Dense, rule: Rule) -> Result<()> {
     // the active neurons as a spike list; many active rows (pre) go over the pool below
-    let listed = active_indices(spikes)?;
-    if rule.post || !worth_sharing(st, listed.len() * w.cols) {
-        return dense_plasticity_listed::<T>(st, parallel, w, &listed, rule);
-    }
-    let active = listed_mask(&listed, spikes.rows);
+    let active = with_active_indices(spikes, |listed| {
+        if rule.post || !worth_sharing(st, listed.len() * w.cols) {
+            dense_plasticity_listed::<T>(st, parallel, w, listed, rule)?;
+            return Ok(None);
+        }
+        Ok(Some(listed_mask(listed, spikes.rows)))
+    })?;
+    let Some(active) = active else { return Ok(()) }; // done, on the listed rows or columns
     let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
     // SAFETY: T is w's dtype; host memory.
     let ws = unsafe { w.slice_mut::<T>() };

@@ -104,6 +104,9 @@ struct Scratch<A> {
     /// The input rows with live input (spmm).
     live: Vec<u32>,
     nonzeros: dense_products::Nonzeros<A>,
+    /// yw2y's y and per-batch weights in accumulator precision.
+    y: Vec<A>,
+    batch_weights: Vec<A>,
 }
 
 /// Accumulator types with per-thread buffers: a call's `Scratch`, and a column for each task a
@@ -270,25 +273,27 @@ fn worth_sharing(st: &Stream, work: usize) -> bool {
 }
 
 /// Runs `body(i, item)` for each item: on the context's pool (at least `min_len` items a task)
-/// when `parallel`, else in order on the calling thread, which touches no thread pool at all
-/// (rayon's global one included).
+/// when `parallel`, else in order on the calling thread, which allocates nothing and touches no
+/// thread pool at all (rayon's global one included). The pool gets the items as a list: its
+/// calls are large enough (`worth_sharing`) that the list costs nothing beside the hand-off.
 fn for_each_item<I: Send>(
     st: &Stream,
     parallel: bool,
-    items: Vec<I>,
+    items: impl Iterator<Item = I>,
     min_len: usize,
     body: impl Fn(usize, I) + Sync + Send,
 ) {
     if parallel {
+        let items: Vec<I> = items.collect();
         st.ctx.run(|| items.into_par_iter().with_min_len(min_len).enumerate().for_each(|(i, item)| body(i, item)));
     } else {
-        items.into_iter().enumerate().for_each(|(i, item)| body(i, item));
+        items.enumerate().for_each(|(i, item)| body(i, item));
     }
 }
 
 /// Rows of a row-major array with leading dimension `ld`, each trimmed to `cols`.
-fn rows_mut<T>(data: &mut [T], ld: usize, cols: usize) -> Vec<&mut [T]> {
-    data.chunks_mut(ld.max(1)).map(|row| &mut row[..cols]).collect()
+fn rows_mut<T>(data: &mut [T], ld: usize, cols: usize) -> impl Iterator<Item = &mut [T]> {
+    data.chunks_mut(ld.max(1)).map(move |row| &mut row[..cols])
 }
 
 /// Rows of a row-major output with leading dimension `ld`, each trimmed to `cols`, in

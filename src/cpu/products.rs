@@ -21,6 +21,7 @@ use crate::dtype::{with_event, with_float, Acc, DType, Float};
 use crate::error::Result;
 use multiversion::multiversion;
 use rayon::prelude::*;
+use std::cell::RefCell;
 use std::ops::Range;
 
 /// Columns of the input one pass over a row's entries accumulates: 128 f32 are eight AVX-512
@@ -248,17 +249,32 @@ fn find_live<E: Copy, A: Acc>(x: &Dense, rows: &mut Vec<u32>, values: &mut Vec<A
     }
 }
 
-/// The indices of an event vector's active elements, in order, found as the products find their
-/// live rows (a quiet stretch costs a cache line's check).
-pub(super) fn active_indices(spikes: &Dense) -> Result<Vec<u32>> {
-    let mut rows = Vec::new();
-    if let Some(bytes) = spike_bytes(spikes) {
-        find_spikes(bytes, &mut rows);
-    } else {
-        let mut values = Vec::new();
-        with_event!(spikes.dtype, E => find_live(spikes, &mut rows, &mut values, event_value::<E, f32>));
-    }
-    Ok(rows)
+/// `f` of the indices of an event vector's active elements, in order, found as the products find
+/// their live rows (a quiet stretch costs a cache line's check). The list lives in a per-thread
+/// buffer that calls reuse, so a repeated call allocates nothing (a nested one gets its own).
+pub(super) fn with_active_indices<R>(spikes: &Dense, f: impl FnOnce(&[u32]) -> Result<R>) -> Result<R> {
+    thread_local! { static ACTIVE: RefCell<(Vec<u32>, Vec<f32>)> = RefCell::default(); }
+    let find = |(rows, values): &mut (Vec<u32>, Vec<f32>)| -> Result<()> {
+        rows.clear();
+        values.clear();
+        if let Some(bytes) = spike_bytes(spikes) {
+            find_spikes(bytes, rows);
+        } else {
+            with_event!(spikes.dtype, E => find_live(spikes, rows, values, event_value::<E, f32>));
+        }
+        Ok(())
+    };
+    ACTIVE.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffers) => {
+            find(&mut buffers)?;
+            f(&buffers.0)
+        }
+        Err(_) => {
+            let mut own = Default::default();
+            find(&mut own)?;
+            f(&own.0)
+        }
+    })
 }
 
 /// A bool vector's bytes, where they lie contiguous (the spike vectors of a simulator).

@@ -1,9 +1,9 @@
 //! CSR operations: spmv/spmm, yw2y, plasticity, analysis and CSR -> CSC.
 
-use super::products::active_indices;
+use super::products::with_active_indices;
 use super::{
-    for_each_item, listed_mask, live_rows, load_input, packed, par_rows_mut, worth_sharing, Blend, Rule,
-    MIN_ROWS_PER_TASK, SPARSE_WORK,
+    for_each_item, listed_mask, live_rows, load_input, pack_into, packed, par_rows_mut, worth_sharing, Blend,
+    PerThread, Rule, MIN_ROWS_PER_TASK, SPARSE_WORK,
 };
 use crate::core::context::Stream;
 use crate::core::csr::{with_index, Analysis, Csr, CsrView, Index, Weights};
@@ -172,32 +172,59 @@ fn yw2y_typed<T: Float>(
     y: &Dense,
     beta: f64,
     out: &Dense,
+) -> Result<()>
+where
+    T::Acc: PerThread,
+{
+    // y and the batch weights in accumulator precision, in this thread's reused buffers
+    T::Acc::with_scratch(|scratch| {
+        let (ys, bws) = (&mut scratch.y, &mut scratch.batch_weights);
+        ys.clear();
+        pack_into::<T, _>(y, ys, Float::to_acc);
+        if let Some(bw) = batch_weights {
+            bws.clear();
+            pack_into::<T, _>(bw, bws, Float::to_acc);
+        }
+        yw2y_packed::<T>(st, op, a, batch_weights.map(|_| &bws[..]), alpha, (y, ys), beta, out)
+    })
+}
+
+/// yw2y with y (and the batch weights) packed in accumulator precision.
+#[allow(clippy::too_many_arguments)]
+fn yw2y_packed<T: Float>(
+    st: &Stream,
+    op: Op,
+    a: &Csr,
+    bws: Option<&[T::Acc]>,
+    alpha: f64,
+    (y, ys): (&Dense, &[T::Acc]),
+    beta: f64,
+    out: &Dense,
 ) -> Result<()> {
     let (batches, len) = if y.ndim == 1 { (1, y.rows) } else { (y.rows, y.cols) };
-    let ys = packed::<T, T::Acc>(y, Float::to_acc);
-    let bws = batch_weights.map(|bw| packed::<T, T::Acc>(bw, Float::to_acc));
     let w = EntryWeights::<T>::of(a);
     let blend = Blend::new(alpha, beta);
     // SAFETY: T is the csr dtype, shared by y and out (checked by the op); host memory.
     let outs = unsafe { out.slice_mut::<T>() };
-    // The element of y each entry reads: its row (N) or its column (T).
-    let source: Vec<usize> = match op {
-        Op::N => a.analysis().row_of.iter().map(|&r| r as usize).collect(),
+    // The element of y each entry reads: its row (N) or its column (T), read in place.
+    let (rows, cols): (&[u32], &[i32]) = match op {
+        Op::N => (&a.analysis().row_of, &[]),
         // SAFETY: P is the index type; host memory.
-        Op::T => with_index!(a.index, P => unsafe { a.view::<P>() }.indices.iter().map(|&c| c as usize).collect()),
+        Op::T => (&[], with_index!(a.index, P => unsafe { a.view::<P>() }.indices)),
     };
+    let source = |j: usize| if op == Op::N { rows[j] as usize } else { cols[j] as usize };
     let (out_ld, out_cols) = if out.ndim == 1 { (a.nnz, a.nnz) } else { (out.ld, out.cols) };
     let parallel = worth_sharing(st, batches * a.nnz);
     for b in (0..batches).filter(|_| a.nnz > 0) {
         let yb = &ys[b * len..][..len];
         let row = &mut outs[b * out_ld..][..out_cols];
-        for_each_item(st, parallel, row.chunks_mut(YW2Y_TASK).collect(), 1, |task, chunk| {
+        for_each_item(st, parallel, row.chunks_mut(YW2Y_TASK), 1, |task, chunk| {
             for (j, o) in (task * YW2Y_TASK..).zip(chunk) {
-                let wj = match &bws {
+                let wj = match bws {
                     Some(bw) => bw[b * a.nnz + j],
                     None => w.at(j),
                 };
-                blend.store(o, wj * yb[source[j]]);
+                blend.store(o, wj * yb[source(j)]);
             }
         });
     }
@@ -205,14 +232,12 @@ fn yw2y_typed<T: Float>(
 }
 
 /// Splits hetero weights into one mutable slice per row, so rows update in parallel.
-fn weight_rows<'a, T, P: Index>(view: &CsrView<P>, mut w: &'a mut [T]) -> Vec<&'a mut [T]> {
-    (0..view.m)
-        .map(|i| {
-            let (row, rest) = std::mem::take(&mut w).split_at_mut(view.row(i).len());
-            w = rest;
-            row
-        })
-        .collect()
+fn weight_rows<'a, T, P: Index>(view: &'a CsrView<P>, mut w: &'a mut [T]) -> impl Iterator<Item = &'a mut [T]> {
+    (0..view.m).map(move |i| {
+        let (row, rest) = std::mem::take(&mut w).split_at_mut(view.row(i).len());
+        w = rest;
+        row
+    })
 }
 
 /// pre (`post = false`): for active row i, `w_j = clip(w_j + trace[indices[j]])`.
@@ -266,12 +291,15 @@ fn reached_by(post: bool, a: &Csr, listed: &[u32]) -> usize {
 }
 
 fn csr_plasticity_typed<T: Float>(st: &Stream, a: &Csr, spikes: &Dense, rule: Rule) -> Result<()> {
-    let listed = active_indices(spikes)?;
-    if reached_by(rule.post, a, &listed) * SPARSE_WORK < a.nnz {
-        // Event-driven: the active neurons as a spike list (post through the CSC mirror).
-        return csr_plasticity_listed::<T>(a, &listed, rule);
-    }
-    let active = listed_mask(&listed, spikes.rows);
+    let active = with_active_indices(spikes, |listed| {
+        if reached_by(rule.post, a, listed) * SPARSE_WORK < a.nnz {
+            // Event-driven: the active neurons as a spike list (post through the CSC mirror).
+            csr_plasticity_listed::<T>(a, listed, rule)?;
+            return Ok(None);
+        }
+        Ok(Some(listed_mask(listed, spikes.rows)))
+    })?;
+    let Some(active) = active else { return Ok(()) }; // done, event-driven
     let weights = a.hetero_weights("plasticity")?;
     with_index!(a.index, P => {
         let (tr, clip) = (packed::<T, T::Acc>(rule.trace, Float::to_acc), rule.clip::<T::Acc>());
