@@ -306,9 +306,9 @@ fn skewed(lines: &LengthStats) -> bool {
 
 /// spmv / spmm N. Events with n > 1 read bits, 2.5-4x faster than the gather of bytes or
 /// floats on 10,000² x 200/row with 10 % of B active (bench/NOTES.md, "spmm on events").
-/// Floats gather: `nonzero_lists` wins only where B is mostly zeros (1.3x at 128 columns and
-/// 10 %), which the host does not know, and loses 1.2-2x on dense B (bench/NOTES.md, "spmm on
-/// mostly-zero floats").
+/// Floats gather: `nonzero_lists` wins only where B is mostly zeros (1.2-1.4x at 128 and 256
+/// columns and 10 %), which the host does not know, and loses up to 1.5x on dense B
+/// (bench/NOTES.md, "spmm on mostly-zero floats").
 pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
     if skewed(rows) {
