@@ -110,8 +110,9 @@ template <class A, class In> __device__ __forceinline__ A input(const In* x, int
     return value<A>(x[i], events);
 }
 
-// Two adjacent elements, loaded with one vector load.
-template <class In> struct alignas(2 * sizeof(In)) Pair { In v[2]; };
+// V adjacent elements, loaded with one vector load where aligned; a Pair is two.
+template <class T, int V> struct alignas(V * sizeof(T)) Run { T v[V]; };
+template <class In> using Pair = Run<In, 2>;
 
 // Whether every row of a matrix at x with row stride ld starts on a Pair boundary.
 template <class In> __device__ __forceinline__ bool pairs_aligned(const void* x, int64_t ld) {

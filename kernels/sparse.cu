@@ -595,9 +595,6 @@ template <class T> __device__ void list_nonzeros(const Args& a) {
     }
 }
 
-// V adjacent elements, loaded with one vector load where aligned.
-template <class T, int V> struct alignas(V * sizeof(T)) Run { T v[V]; };
-
 // A batch of entries read from B as it is: lane l holds columns c .. c + V - 1 (c = c0 + V l)
 // in acc; entries in turn, their loads in flight several at a time. RUNS: each lane's V columns
 // are one aligned vector, all in B or all past n (those lanes read column 0 and are dropped).

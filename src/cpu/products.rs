@@ -254,7 +254,13 @@ fn find_live<E: Copy, A: Acc>(x: &Dense, rows: &mut Vec<u32>, values: &mut Vec<A
 /// buffer that calls reuse, so a repeated call allocates nothing (a nested one gets its own).
 pub(super) fn with_active_indices<R>(spikes: &Dense, f: impl FnOnce(&[u32]) -> Result<R>) -> Result<R> {
     thread_local! { static ACTIVE: RefCell<(Vec<u32>, Vec<f32>)> = RefCell::default(); }
-    let find = |(rows, values): &mut (Vec<u32>, Vec<f32>)| -> Result<()> {
+    ACTIVE.with(|cell| {
+        let mut held = cell.try_borrow_mut().ok();
+        let mut own = None; // a nested call's buffers
+        let (rows, values) = match held.as_deref_mut() {
+            Some(reused) => reused,
+            None => own.insert(Default::default()),
+        };
         rows.clear();
         values.clear();
         if let Some(bytes) = spike_bytes(spikes) {
@@ -262,18 +268,7 @@ pub(super) fn with_active_indices<R>(spikes: &Dense, f: impl FnOnce(&[u32]) -> R
         } else {
             with_event!(spikes.dtype, E => find_live(spikes, rows, values, event_value::<E, f32>));
         }
-        Ok(())
-    };
-    ACTIVE.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buffers) => {
-            find(&mut buffers)?;
-            f(&buffers.0)
-        }
-        Err(_) => {
-            let mut own = Default::default();
-            find(&mut own)?;
-            f(&own.0)
-        }
+        f(rows)
     })
 }
 

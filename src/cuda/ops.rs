@@ -242,33 +242,55 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
 const BITS_COLS: u64 = 128;
 const BITS_WORDS: u64 = 4;
 
-/// spmm on events in two launches: B's events packed to bits into the stream's scratch, then a
-/// warp per output line (`lines` of them) and 128 columns, blending into C (no beta pass).
-fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize) -> Result<()> {
+/// How a two-launch spmm rewrites B first: `kernel` runs a warp per (row of B, one of `tiles`
+/// tiles of columns) and writes `row_bytes` bytes a row into the stream's scratch, which the
+/// product reads with `ldaux` as its row stride.
+struct PackedB {
+    kernel: Family,
+    tiles: u64,
+    ldaux: u64,
+    row_bytes: u64,
+}
+
+/// spmm in two launches: B rewritten into the stream's scratch by `packed`, then `family` with a
+/// warp per output line (`lines` of them) and `warp_cols` columns, blending into C (no beta pass).
+fn through_packed_b(
+    s: &Stream,
+    p: &Product,
+    args: Args,
+    packed: PackedB,
+    (family, lines, warp_cols): (Family, usize, u64),
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (b_rows, n) = (p.x.rows as u64, p.y.cols as u64);
-    let tiles = n.div_ceil(BITS_COLS);
-    let words = tiles * BITS_WORDS;
-    let scratch = scratch(s, (b_rows * words * 4) as usize)?; // held until both launches are queued
-    let bits = scratch.ptr;
+    let scratch = scratch(s, (b_rows * packed.row_bytes) as usize)?; // held until both launches are queued
     let pack = Args {
         x: args.x,
         ldx: args.ldx,
-        y: bits,
-        ldaux: words as i64,
+        y: scratch.ptr,
+        ldaux: packed.ldaux as i64,
         lines: b_rows as i64,
         n: n as i64,
         ..Args::default()
     };
-    gpu.launch(stream, gpu.kernel(PACK_EVENTS, Some(p.x.dtype), None)?, Grid::warps(b_rows * tiles), &pack)?;
-    let warp_cols = if n <= BITS_COLS / 2 { BITS_COLS / 2 } else { BITS_COLS }; // quarter-warps per entry where n <= 64
-    let grid = Grid::warps_by_columns(lines as u64, n, warp_cols);
+    gpu.launch(stream, gpu.kernel(packed.kernel, Some(p.x.dtype), None)?, Grid::warps(b_rows * packed.tiles), &pack)?;
     gpu.launch(
         stream,
         gpu.kernel(family, Some(p.a.dtype), None)?,
-        grid,
-        &Args { aux: bits, ldaux: words as i64, ..args },
+        Grid::warps_by_columns(lines as u64, n, warp_cols),
+        &Args { aux: scratch.ptr, ldaux: packed.ldaux as i64, ..args },
     )
+}
+
+/// spmm on events: B's events packed to bits, then a warp per output line and 128 columns (64
+/// where n <= 64: quarter-warps per entry).
+fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize) -> Result<()> {
+    let n = p.y.cols as u64;
+    let tiles = n.div_ceil(BITS_COLS);
+    let words = tiles * BITS_WORDS;
+    let packed = PackedB { kernel: PACK_EVENTS, tiles, ldaux: words, row_bytes: words * 4 };
+    let warp_cols = if n <= BITS_COLS / 2 { BITS_COLS / 2 } else { BITS_COLS };
+    through_packed_b(s, p, args, packed, (family, lines, warp_cols))
 }
 
 /// Columns of B one list covers, and the bytes of its slot (kernels/sparse.cu, "spmm on
@@ -276,30 +298,12 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
 const NONZERO_COLS: u64 = 128;
 const NONZERO_SLOT_BYTES: u64 = 256;
 
-/// spmm on floats in two launches: B's rows listed as their nonzeros into the stream's scratch,
-/// then a warp per output line (`lines` of them) and 128 columns, blending into C.
+/// spmm on floats: B's rows listed as their nonzeros, then a warp per output line and 128
+/// columns.
 fn nonzero_lists(s: &Stream, family: Family, p: &Product, args: Args, lines: usize) -> Result<()> {
-    let (gpu, stream) = parts(s)?;
-    let (b_rows, n, dtype) = (p.x.rows as u64, p.y.cols as u64, p.x.dtype);
-    let tiles = n.div_ceil(NONZERO_COLS);
-    let scratch = scratch(s, (b_rows * tiles * NONZERO_SLOT_BYTES) as usize)?; // held until both launches are queued
-    let list = Args {
-        x: args.x,
-        ldx: args.ldx,
-        y: scratch.ptr,
-        ldaux: tiles as i64,
-        lines: b_rows as i64,
-        n: n as i64,
-        ..Args::default()
-    };
-    gpu.launch(stream, gpu.kernel(LIST_NONZEROS, Some(dtype), None)?, Grid::warps(b_rows * tiles), &list)?;
-    let grid = Grid::warps_by_columns(lines as u64, n, NONZERO_COLS);
-    gpu.launch(
-        stream,
-        gpu.kernel(family, Some(dtype), None)?,
-        grid,
-        &Args { aux: scratch.ptr, ldaux: tiles as i64, ..args },
-    )
+    let tiles = (p.y.cols as u64).div_ceil(NONZERO_COLS);
+    let packed = PackedB { kernel: LIST_NONZEROS, tiles, ldaux: tiles, row_bytes: tiles * NONZERO_SLOT_BYTES };
+    through_packed_b(s, p, args, packed, (family, lines, NONZERO_COLS))
 }
 
 /// spmv N on a spike list (f32/f64): a warp per listed column along the CSC mirror
