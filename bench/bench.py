@@ -420,8 +420,8 @@ def bench_spmv_events(evs, tab, quick):
 def bench_yw2y(evs, tab, quick):
     """yw2y plain (the issue's seed workload) and batched (8 rows of y sharing A's weights: the
     floor reads the weights and indices once and writes every batch's out)."""
-    cases = [(100_000, 1000, OP_N, 1), (100_000, 1000, OP_T, 1), (200_000, 1000, OP_N, 1),
-             (100_000, 100, OP_N, 8), (100_000, 100, OP_T, 8)]
+    cases = [(100_000, 1000, OP_N, 1), (100_000, 1000, OP_T, 1), (200_000, 1000, OP_N, 1), (200_000, 1000, OP_T, 1),
+             (10_000, 200, OP_T, 1), (1_000_000, 20, OP_T, 1), (100_000, 100, OP_N, 8), (100_000, 100, OP_T, 8)]
     for n, per_row, op, batches in cases[: 1 if quick else len(cases)]:
         crow, col = random_csr(n, n, per_row)
         w = torch.rand(col.numel(), device="cuda")

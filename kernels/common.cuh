@@ -55,6 +55,7 @@ struct Args {
     int64_t class_rows[3];  // rows in each length class
     const int64_t* chunks;  // (row, begin, end) of each chunk of the long rows
     int64_t n_chunks;
+    const unsigned* slice_offsets;  // per row, where its entries of each output slice begin (below)
     const void* x;          // input (vector = one column)
     int64_t ldx;
     void* y;                // output
@@ -76,6 +77,11 @@ struct Args {
 struct alignas(64) TensorMap {
     uint64_t opaque[16];
 };
+
+// Rows sorted by column, long enough, keep at analysis where their entries of each slice of
+// SLICE_OUTPUTS columns begin, relative to the row's start: uint32, one per slice and the row's
+// length last (src/core/csr.rs). output_slices and yw2y's y_windows read them.
+#define SLICE_OUTPUTS 4096
 
 // ---------------------------------------------------------------- dtypes
 // f16/bf16 accumulate in f32, f64 in f64 (SPEC §3).

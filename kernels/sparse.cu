@@ -309,9 +309,8 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 // output_slices (n = 1; event vectors and spike lists; rows sorted by column): block s owns the
 // outputs [s SLICE_OUTPUTS, (s + 1) SLICE_OUTPUTS) and sums them in shared memory, reading only
 // the entries of the live rows that fall in its slice, then blends its slice into y once: no
-// global atomics, and no beta pass before. a.aux holds, per row, where its entries of each slice
-// begin, relative to the row's start (uint32, one per slice and the row's length last; built at
-// analysis). A block stages the segments of a window of live rows at a time (all 48 KB of static
+// global atomics, and no beta pass before. a.slice_offsets says where each row's entries of the
+// slice begin (common.cuh). A block stages the segments of a window of live rows at a time (all 48 KB of static
 // shared memory: 2,048 rows, 1,024 for f64's wider sums); SLICE_LANES lanes
 // walk a segment, a lane group SLICE_ROWS_AT_ONCE segments with their loads in flight together.
 // Homogeneous weights count hits in integers (native shared atomics: a float add in shared memory
@@ -319,7 +318,6 @@ template <class T, class In> __device__ void scatter_mm(const Args& a) {
 // rows come from a spike list (SpikeRows), or from an event vector listed first by live_rows
 // (BlockRows: no count to zero before, so no memset node). bench/probe_slices.cu and
 // bench/NOTES.md, "Output slices", measure the shapes.
-#define SLICE_OUTPUTS 4096
 #define SLICE_THREADS 1024
 #define SLICE_LANES 16
 #define SLICE_ROWS_AT_ONCE 8
@@ -401,7 +399,7 @@ template <class T, class Acc, class Rows>
 __device__ void slice_sums(const Args& a, Rows& live, Acc* sums, int64_t* begin, unsigned* len) {
     constexpr int WINDOW = slice_window<typename AccOf<T>::type>();
     const int64_t s = blockIdx.x, c0 = s * SLICE_OUTPUTS, per_row = gridDim.x + 1;
-    const unsigned* bounds = (const unsigned*)a.aux;
+    const unsigned* bounds = a.slice_offsets;
     for (int i = threadIdx.x; i < SLICE_OUTPUTS; i += SLICE_THREADS) sums[i] = Acc(0);
     const int64_t count = live.count(a);
     for (int64_t w0 = 0; w0 < count; w0 += WINDOW) {

@@ -133,5 +133,183 @@ template <class T> __device__ void yw2y_t(const Args& a) {
     }
 }
 
-#define YW2Y(T, TN) EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_t_##TN, (256), yw2y_t<T>)
+// ---------------------------------------------------------------- T through windows of y
+// y_windows: each block takes an even share of the entries and stages y in shared memory a window
+// of whole output slices at a time (a window fills the block's shared memory), so every gather
+// is a shared-memory load and only the stream (indices, weights, out) moves through L2 and DRAM.
+// The slice offsets kept at analysis (rows sorted by column) give each row's run of entries in a
+// window exactly: no entry is read twice. Warps take the block's rows in turn, each loading its
+// next row's bounds while it writes the current one.
+constexpr int WINDOW_THREADS = 1024;
+constexpr int RUN = 4;        // entries a lane moves at once: 16 bytes of indices
+constexpr int RUN_STEPS = 2;  // runs a lane loads before it writes any (bytes in flight)
+
+__device__ __forceinline__ unsigned dynamic_shared_bytes() {
+    unsigned bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return bytes;
+}
+
+// The row that holds entry e (the last row starting at or before it), a warp: each round the
+// lanes probe 32 evenly spaced rows of the interval left, so 100,000 rows take 4 rounds.
+__device__ int64_t row_of_entry(const Args& a, int64_t e) {
+    int64_t lo = 0, hi = a.m;  // row_start(lo) <= e < row_start(hi)
+    while (hi - lo > 1) {
+        const int64_t step = (hi - lo + 31) / 32, probe = lo + lane_id() * step;
+        const unsigned below = __ballot_sync(0xffffffffu, probe < hi && row_start(a, probe) <= e);
+        lo += (31 - __clz(below)) * step;  // lane 0 probes lo itself, so below is never 0
+        hi = min(hi, lo + step);
+    }
+    return lo;
+}
+
+// len elements of y into shared memory, 16 bytes at a time where aligned.
+template <class T> __device__ void stage_window(T* ys, const T* y, int64_t len) {
+    constexpr int V = Pack<T>::V;
+    const int64_t vectors = aligned16(y) ? len / V : 0;
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < vectors; i += blockDim.x) ((uint4*)ys)[i] = ((const uint4*)y)[i];
+    for (int64_t i = vectors * V + threadIdx.x; i < len; i += blockDim.x) ys[i] = y[i];
+}
+
+// RUN entries from position q: their columns and weights, all of them where `whole` (aligned,
+// inside the arrays and reaching into [p, end)), else only those in [p, end).
+template <class T> struct Entries {
+    int c[RUN];
+    T w[RUN];
+};
+
+template <class T>
+__device__ __forceinline__ Entries<T> load_run(const Args& a, const T* w, int64_t q, int64_t p, int64_t end, bool whole) {
+    Entries<T> e;
+    if (whole) {
+        const int4 c = *(const int4*)(a.indices + q);
+        e.c[0] = c.x, e.c[1] = c.y, e.c[2] = c.z, e.c[3] = c.w;
+        if (w) *reinterpret_cast<Run<T, RUN>*>(e.w) = *(const Run<T, RUN>*)(w + q);
+        return e;
+    }
+#pragma unroll
+    for (int j = 0; j < RUN; ++j) {
+        const bool in = q + j >= p && q + j < end;
+        e.c[j] = in ? a.indices[q + j] : 0;
+        e.w[j] = in && w ? w[q + j] : T(0);
+    }
+    return e;
+}
+
+// out[q, q + RUN) for the entries of one run in [p, end) whose column is in the window at w0 (all
+// of them unless the structure changed since analysis), one vector store where whole.
+template <class T, class A>
+__device__ __forceinline__ void write_run(const Args& a, T* out, const Entries<T>& e, bool weighted, const T* ys,
+                                          int64_t w0, int64_t window, int64_t q, int64_t p, int64_t end, bool whole) {
+    A v[RUN];
+    unsigned written = 0;
+#pragma unroll
+    for (int j = 0; j < RUN; ++j) {
+        const bool in = q + j >= p && q + j < end && (uint64_t)(e.c[j] - w0) < (uint64_t)window;
+        written |= (unsigned)in << j;
+        v[j] = in ? (weighted ? A(to_f(e.w[j])) : A(a.homo)) * A(to_f(ys[e.c[j] - w0])) : A(0);
+    }
+    if (whole && written == (1u << RUN) - 1) {
+        Run<T, RUN> old, r;
+        if (a.beta != 0.0) old = *(const Run<T, RUN>*)(out + q);
+#pragma unroll
+        for (int j = 0; j < RUN; ++j) {
+            A x = A(a.alpha) * v[j];
+            if (a.beta != 0.0) x += A(a.beta) * A(to_f(old.v[j]));
+            put(&r.v[j], x);
+        }
+        *(Run<T, RUN>*)(out + q) = r;
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < RUN; ++j)
+        if (written >> j & 1) blend(out + q + j, v[j], a);
+}
+
+// One row's entries [p, end) of the window at w0, a warp: RUN_STEPS runs of RUN entries a lane
+// loaded, then written.
+template <class T, class A>
+__device__ void window_run(const Args& a, const T* w, T* out, const T* ys, int64_t w0, int64_t window, int64_t p,
+                           int64_t end, bool vectors) {
+    constexpr int64_t STEP = 32 * RUN;
+    for (int64_t base = p / RUN * RUN; base < end; base += STEP * RUN_STEPS) {
+        Entries<T> e[RUN_STEPS];
+        bool whole[RUN_STEPS];
+#pragma unroll
+        for (int s = 0; s < RUN_STEPS; ++s) {
+            const int64_t q = base + s * STEP + lane_id() * RUN;
+            whole[s] = vectors && q < end && q + RUN <= a.nnz;  // lanes past the run load nothing
+            e[s] = load_run(a, w, q, p, end, whole[s]);
+        }
+#pragma unroll
+        for (int s = 0; s < RUN_STEPS; ++s)
+            write_run<T, A>(a, out, e[s], w, ys, w0, window, base + s * STEP + lane_id() * RUN, p, end, whole[s]);
+    }
+}
+
+// The block's next row for this warp (an index into the block's rows).
+__device__ __forceinline__ int64_t take_row(unsigned long long* next) {
+    unsigned long long r = 0;
+    if (lane_id() == 0) r = atomicAdd(next, 1ull);
+    return (int64_t)__shfl_sync(0xffffffffu, r, 0);
+}
+
+// Row i's entries in slices [s0, s1) (offsets `per_row` apart), inside the block's [e0, e1).
+struct Span {
+    int64_t p, end;
+};
+
+__device__ __forceinline__ Span row_span(const Args& a, int64_t i, int64_t per_row, int64_t s0, int64_t s1, int64_t e0,
+                                         int64_t e1) {
+    const int64_t start = row_start(a, i);
+    const unsigned* offsets = a.slice_offsets + i * per_row;
+    return {max(start + offsets[s0], e0), min(start + offsets[s1], e1)};
+}
+
+template <class T> __device__ void yw2y_t_windows(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    extern __shared__ __align__(16) unsigned char shared[];
+    __shared__ int64_t rows[2];
+    __shared__ unsigned long long next;
+    T* ys = (T*)shared;
+    const int64_t slices = (a.k + SLICE_OUTPUTS - 1) / SLICE_OUTPUTS, per_row = slices + 1;
+    const int64_t window_slices = dynamic_shared_bytes() / (SLICE_OUTPUTS * sizeof(T));
+    const int64_t e0 = a.nnz * blockIdx.x / gridDim.x, e1 = a.nnz * (blockIdx.x + 1) / gridDim.x;
+    if (e0 >= e1) return;
+    const int warp = threadIdx.x / 32;
+    if (warp < 2) {
+        const int64_t row = row_of_entry(a, warp ? e1 - 1 : e0);
+        if (lane_id() == 0) rows[warp] = row;
+    }
+    __syncthreads();
+    const int64_t first = rows[0], count = rows[1] + 1 - first;
+    for (int64_t b = 0; b < a.batches; ++b) {
+        const T* w = batch_weights<T>(a, b);
+        T* out = (T*)a.y + b * a.ldy;
+        // whole runs where every base is aligned to RUN entries
+        const bool vectors = aligned16(a.indices) && (uintptr_t)out % sizeof(Run<T, RUN>) == 0 &&
+                             (!w || (uintptr_t)w % sizeof(Run<T, RUN>) == 0);
+        for (int64_t s0 = 0; s0 < slices; s0 += window_slices) {
+            const int64_t s1 = min(slices, s0 + window_slices), w0 = s0 * SLICE_OUTPUTS;
+            const int64_t window = min(a.k, s1 * SLICE_OUTPUTS) - w0;
+            __syncthreads();  // the last window's gathers are done
+            stage_window(ys, (const T*)a.x + b * a.ldx + w0, window);
+            if (threadIdx.x == 0) next = 0;
+            __syncthreads();
+            int64_t r = take_row(&next);
+            Span span = r < count ? row_span(a, first + r, per_row, s0, s1, e0, e1) : Span{};
+            while (r < count) {
+                const int64_t r_next = take_row(&next);
+                const Span next_span = r_next < count ? row_span(a, first + r_next, per_row, s0, s1, e0, e1) : Span{};
+                window_run<T, A>(a, w, out, ys, w0, window, span.p, span.end, vectors);
+                r = r_next, span = next_span;
+            }
+        }
+    }
+}
+
+#define YW2Y(T, TN)                                                                                    \
+    EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_t_##TN, (256), yw2y_t<T>)                \
+    EVS_KERNEL(yw2y_t_windows_##TN, (WINDOW_THREADS, 1), yw2y_t_windows<T>)
 EVS_FOR_FLOATS(YW2Y)

@@ -459,6 +459,7 @@ fn yw2y_matches_cpu() {
     p.each_algorithm::<plan::Yw2y>(|p| {
         yw2y_cases(p);
         yw2y_vector_cases(p);
+        yw2y_window_cases(p);
     });
 }
 
@@ -468,12 +469,34 @@ fn yw2y_matches_cpu() {
 /// per-batch weights and homogeneous ones.
 fn yw2y_vector_cases(p: &mut Pair) {
     let lengths = [0usize, 1, 3, 5, 8, 13, 700, 3001, 2, 4096, 17, 6000];
-    let k = 900;
-    let mut pat = Pattern { m: lengths.len(), k, indptr: vec![0], indices: vec![] };
-    for &len in &lengths {
-        (0..len).for_each(|_| pat.indices.push(p.rng.below(k) as i32));
-        pat.indptr.push(pat.indices.len() as i64);
-    }
+    let pat = sorted_rows_of(&mut p.rng, &lengths, 900);
+    yw2y_layout_cases(p, &pat);
+}
+
+/// yw2y where y spans several windows of `y_windows` (a window of slices fills a block's shared
+/// memory: 57,344 f32 columns on an H100), on rows sorted by column (with duplicates) long enough
+/// for analysis to keep their slice offsets: a few long rows split between blocks, and many
+/// rows per block.
+fn yw2y_window_cases(p: &mut Pair) {
+    let lengths = [0usize, 1, 5, 3000, 40, 17_000, 2, 900, 0, 9000, 33];
+    let long = sorted_rows_of(&mut p.rng, &lengths, 150_001);
+    yw2y_layout_cases(p, &long);
+    let lengths: Vec<usize> = (0..3000).map(|_| 100 + p.rng.below(100)).collect();
+    let many = sorted_rows_of(&mut p.rng, &lengths, 60_000);
+    yw2y_layout_cases(p, &many);
+}
+
+/// A pattern of rows of these lengths, columns below k sorted within each row (with duplicates).
+fn sorted_rows_of(rng: &mut Rng, lengths: &[usize], k: usize) -> Pattern {
+    let (mut indptr, mut indices) = (vec![0], vec![]);
+    lengths.iter().for_each(|&len| push_row(rng, (&mut indptr, &mut indices), len, k, 9));
+    sort_rows(&mut indices, &indptr);
+    Pattern { m: lengths.len(), k, indptr, indices }
+}
+
+/// yw2y on one pattern across layouts: bases one element past alignment, batch rows padded off
+/// the vector width, batches beyond one group, per-batch and homogeneous weights.
+fn yw2y_layout_cases(p: &mut Pair, pat: &Pattern) {
     let nnz = pat.indices.len();
     for t in FLOATS {
         for op in [Op::N, Op::T] {
@@ -485,7 +508,7 @@ fn yw2y_vector_cases(p: &mut Pair) {
                 (0, 10, 4, false, false),
                 (0, 9, 0, false, true),
             ] {
-                let (dev_a, cpu_a, _) = csr_both(p, &pat, t, homo);
+                let (dev_a, cpu_a, _) = csr_both(p, pat, t, homo);
                 let (ndim, len) = (if batches == 1 { 1 } else { 2 }, if op == Op::N { pat.m } else { pat.k });
                 let yv = p.values(batches * len, 10);
                 let y = p.placed(t, (ndim, batches, len, len), offset, &yv);

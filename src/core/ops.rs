@@ -235,13 +235,14 @@ pub fn yw2y(
     }
     disjoint(("out", out), &[("y", y)])?;
     disjoint_from_weights(("out", out), a)?;
-    a.expect_valid(s)?;
+    let stats = &a.expect_valid(s)?.stats;
     match s.ctx.backend {
         Backend::Cpu(_) => {
             on_calling_thread::<plan::Yw2y>(s, || cpu::yw2y(s, op, a, batch_weights, alpha, y, beta, out))
         }
         Backend::Cuda(_) => {
-            let alg = gpu_plan(s, plan::choose_yw2y(op), |alg| alg == plan::choose_yw2y(op))?;
+            let alg =
+                gpu_plan(s, plan::choose_yw2y(op, stats, batches, a.dtype), |alg| plan::yw2y_fits(alg, op, stats))?;
             cuda::yw2y(s, alg, a, batch_weights, alpha, y, beta, out)
         }
     }

@@ -154,6 +154,9 @@ algorithms! {
         RowWarp = "row_warp" on Gpu,
         /// T: one thread per stored entry.
         EntryThread = "entry_thread" on Gpu,
+        /// T on rows whose slice offsets analysis keeps (as for `output_slices`): a block per
+        /// even share of the entries, y staged in shared memory a window of slices at a time.
+        YWindows = "y_windows" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -467,10 +470,30 @@ pub fn can_scatter(dtype: DType) -> bool {
     matches!(dtype, DType::F32 | DType::F64)
 }
 
-pub fn choose_yw2y(op: Op) -> Yw2y {
+/// yw2y T stages y in shared memory (`y_windows`) for one batch of y larger than this, where
+/// `entry_thread`'s gathers miss L1 (bench/NOTES.md, "yw2y T through windows of y": y of 400
+/// and 800 KB 1.4x faster, 120 KB even, 40 KB 5 % slower), on at least `YW2Y_WINDOWS_NNZ_MIN`
+/// entries.
+pub(crate) const YW2Y_WINDOWS_Y_BYTES_MIN: usize = 128 << 10;
+pub(crate) const YW2Y_WINDOWS_NNZ_MIN: usize = 1 << 20;
+
+pub fn choose_yw2y(op: Op, stats: &CsrStats, batches: usize, dtype: DType) -> Yw2y {
+    let y_bytes = stats.cols.lines * dtype.size();
+    let windows = batches == 1 && y_bytes > YW2Y_WINDOWS_Y_BYTES_MIN && stats.nnz >= YW2Y_WINDOWS_NNZ_MIN;
     match op {
         Op::N => Yw2y::RowWarp,
+        Op::T if windows && slice_offsets_kept(stats) => Yw2y::YWindows,
         Op::T => Yw2y::EntryThread,
+    }
+}
+
+/// Whether yw2y algorithm `alg` can run op on a matrix of these stats.
+pub fn yw2y_fits(alg: Yw2y, op: Op, stats: &CsrStats) -> bool {
+    match alg {
+        Yw2y::RowWarp => op == Op::N,
+        Yw2y::EntryThread => op == Op::T,
+        Yw2y::YWindows => op == Op::T && slice_offsets_kept(stats),
+        Yw2y::Reference => true,
     }
 }
 
@@ -706,7 +729,11 @@ mod tests {
             cols: LengthStats::from_lengths(std::iter::repeat_n(1, 400_000)),
             ..large.clone()
         }));
-        assert_eq!(choose_yw2y(Op::T), Yw2y::EntryThread);
+        let seed = stats(&[1000; 100_000]);
+        assert_eq!(choose_yw2y(Op::T, &seed, 1, DType::F32), Yw2y::YWindows);
+        assert_eq!(choose_yw2y(Op::T, &seed, 8, DType::F32), Yw2y::EntryThread);
+        assert_eq!(choose_yw2y(Op::T, &stats(&[200; 10_000]), 1, DType::F32), Yw2y::EntryThread);
+        assert_eq!(choose_yw2y(Op::T, &CsrStats { sorted_rows: false, ..seed }, 1, DType::F32), Yw2y::EntryThread);
         assert_eq!(choose_dense_mm(Op::T, 1, InputKind::Events, true), DenseMm::MvColumnBlocks);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float, true), DenseMm::Tiled);
         assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events, false), DenseMm::ActiveRows);

@@ -71,6 +71,8 @@ pub struct Gpu {
     pub multiprocessors: u32,
     /// Compute capability as major * 10 + minor (90 for Hopper).
     pub compute_capability: u32,
+    /// Shared memory one block may ask for (the opt-in limit: 227 KB on Hopper).
+    pub shared_per_block: u32,
     /// Kernels may be launched with programmatic stream serialization (see `programmatic_launch`).
     pub programmatic_launch: bool,
 }
@@ -157,6 +159,7 @@ impl Gpu {
                 kernels: Kernels::empty(),
                 multiprocessors: 1,
                 compute_capability: 0,
+                shared_per_block: 48 << 10,
                 programmatic_launch: false,
             };
             let _scope = Scope::enter(context)?;
@@ -183,6 +186,9 @@ impl Gpu {
                 gpu.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).max(1) as u32;
             let (major, minor) = gpu.capability();
             gpu.compute_capability = major * 10 + minor;
+            gpu.shared_per_block = gpu
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .max(0) as u32;
             gpu.programmatic_launch = programmatic_launch(gpu.module);
             Ok(Arc::new(gpu))
         }

@@ -55,6 +55,7 @@ families! {
     SCALE_LONG_ROWS = "scale_long_rows",
     YW2Y_N = "yw2y_n",
     YW2Y_T = "yw2y_t",
+    YW2Y_T_WINDOWS = "yw2y_t_windows",
     DENSE_MV_N = "dense_mv_n",
     DENSE_MV_T = "dense_mv_t",
     DENSE_MM_N = "dense_mm_n",

@@ -21,6 +21,7 @@ pub struct Args {
     pub class_rows: [i64; 3],
     pub chunks: u64,
     pub n_chunks: i64,
+    pub slice_offsets: u64,
     pub x: u64,
     pub ldx: i64,
     pub y: u64,
@@ -57,6 +58,7 @@ impl Default for Args {
             class_rows: [0; 3],
             chunks: 0,
             n_chunks: 0,
+            slice_offsets: 0,
             x: 0,
             ldx: 0,
             y: 0,
@@ -189,6 +191,46 @@ impl Gpu {
         unsafe { self.launch_params(stream, function, grid, &mut params, 0) }
     }
 
+    /// Queues `function` with `shared_bytes` of dynamic shared memory.
+    pub(crate) fn launch_shared(
+        &self,
+        stream: sys::CUstream,
+        function: Function,
+        grid: Grid,
+        args: &Args,
+        shared_bytes: u32,
+    ) -> Result<()> {
+        let mut params = [args as *const Args as *mut c_void];
+        // SAFETY: the kernel takes one `Args` by value, which params points to.
+        unsafe { self.launch_params(stream, function, grid, &mut params, shared_bytes) }
+    }
+
+    /// Blocks of `threads` threads and `shared_bytes` of dynamic shared memory that fit on one
+    /// multiprocessor at once (at least 1).
+    pub(crate) fn blocks_per_multiprocessor(&self, function: Function, threads: u32, shared_bytes: u32) -> Result<u32> {
+        let _scope = self.enter()?;
+        self.allow_shared(function, shared_bytes)?;
+        let mut blocks = 0;
+        // SAFETY: a loaded function in its context and a valid out-pointer.
+        call("sizing a launch", || unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                function.0,
+                threads as i32,
+                shared_bytes as usize,
+            )
+        })?;
+        Ok(blocks.max(1) as u32)
+    }
+
+    /// Lets `function` take `shared_bytes` of dynamic shared memory (the default allowance is
+    /// 48 KB); its context must be current.
+    fn allow_shared(&self, function: Function, shared_bytes: u32) -> Result<()> {
+        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        // SAFETY: a plain attribute of a loaded function, in its context.
+        call("sizing shared memory", || unsafe { sys::cuFuncSetAttribute(function.0, attribute, shared_bytes as i32) })
+    }
+
     /// Queues a kernel that takes two TMA tensor maps and then `Args`, with `shared_bytes` of
     /// dynamic shared memory.
     pub(crate) fn launch_with_maps(
@@ -232,11 +274,7 @@ impl Gpu {
         let (blocks_x, blocks_y) = (grid.blocks.0 as u32, grid.blocks.1 as u32);
         let _scope = self.enter()?;
         if shared_bytes > 0 {
-            let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-            // SAFETY: a plain attribute of a loaded function, in its context.
-            call("sizing shared memory", || unsafe {
-                sys::cuFuncSetAttribute(function.0, attribute, shared_bytes as i32)
-            })?;
+            self.allow_shared(function, shared_bytes)?;
         }
         // Every kernel waits for the grids before it first (kernels/common.cuh), so it may be
         // scheduled while its predecessor finishes: the launch gap between small kernels shrinks.

@@ -348,7 +348,12 @@ fn output_slices(s: &Stream, a: &Csr, args: Args, list: Option<DType>) -> Result
             Error::internal("output_slices ran on a matrix whose slice offsets analysis did not keep")
         })?;
     let grid = Grid::new((plan::slices(a.k) as u64, 1), (SLICE_THREADS, 1));
-    gpu.launch(stream, gpu.kernel(SPMV_T_SLICES, Some(a.dtype), list)?, grid, &Args { aux: offsets.addr(), ..args })
+    gpu.launch(
+        stream,
+        gpu.kernel(SPMV_T_SLICES, Some(a.dtype), list)?,
+        grid,
+        &Args { slice_offsets: offsets.addr(), ..args },
+    )
 }
 
 /// `output_slices` on an event vector: its live rows listed first (`live_rows`, up to
@@ -413,8 +418,27 @@ pub fn yw2y(
             let grid = Grid::new((entries.blocks.0, (groups as u64).min(MAX_GRID_Y)), entries.threads);
             gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, grid, &args)
         }
+        Yw2y::YWindows => {
+            // blocks over even shares of the entries, a y window of whole slices filling a
+            // block's shared memory (all of y where it fits), as many blocks as fit at once
+            let offsets = a.device_analysis(s)?.slice_offsets.as_ref().ok_or_else(|| {
+                Error::internal("y_windows ran on a matrix whose slice offsets analysis did not keep")
+            })?;
+            let function = gpu.kernel(YW2Y_T_WINDOWS, t, None)?;
+            let slice_bytes = plan::SLICE_OUTPUTS * a.dtype.size();
+            let room = (gpu.shared_per_block as usize).saturating_sub(WINDOW_STATIC_BYTES) / slice_bytes;
+            let shared = (plan::slices(a.k).min(room).max(1) * slice_bytes) as u32;
+            let per_sm = gpu.blocks_per_multiprocessor(function, WINDOW_THREADS, shared)?;
+            let grid = Grid::new(((gpu.multiprocessors * per_sm) as u64, 1), (WINDOW_THREADS, 1));
+            gpu.launch_shared(stream, function, grid, &Args { slice_offsets: offsets.addr(), ..args }, shared)
+        }
     }
 }
+
+/// yw2y_t_windows (kernels/yw2y.cu): threads a block, and room left beside the y window for its
+/// static shared memory.
+const WINDOW_THREADS: u32 = 1024;
+const WINDOW_STATIC_BYTES: usize = 1024;
 
 /// Dense event mv/mm: W in aux (`transposed`: W is k x m); m output rows, k input rows, n
 /// columns.
