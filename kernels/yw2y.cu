@@ -112,6 +112,23 @@ template <class T> __device__ void yw2y_n(const Args& a) {
     }
 }
 
+// T with several batches (yw2y_t_by_column) gathers each entry's y from a copy of y by column
+// (a.out2, written by yw2y_columns): each column's group of YW2Y_BATCH_GROUP batches side by side, so one entry's
+// gathers for a group are one 32-byte sector (f32) instead of one sector a batch.
+template <class T> using Column = Run<T, YW2Y_BATCH_GROUP>;
+
+template <class T> __device__ void yw2y_columns(const Args& a) {
+    const int64_t groups = (a.batches + YW2Y_BATCH_GROUP - 1) / YW2Y_BATCH_GROUP;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < groups * a.k; t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t g = t / a.k, c = t % a.k, b0 = g * YW2Y_BATCH_GROUP;
+        Column<T> column;
+#pragma unroll
+        for (int j = 0; j < YW2Y_BATCH_GROUP; ++j)
+            column.v[j] = b0 + j < a.batches ? ((const T*)a.x)[(b0 + j) * a.ldx + c] : T(0);
+        ((Column<T>*)a.out2)[t] = column;
+    }
+}
+
 // T: one thread per entry (grid-stride), a grid row per group of batches: the entry's weight
 // and column are read once for the group, then each batch gathers y and writes out. The gathers
 // bound it (one 32-byte L2 sector for 4 useful bytes: y is larger than L1 can keep), not DRAM:
@@ -128,6 +145,27 @@ template <class T> __device__ void yw2y_t(const Args& a) {
             for (int64_t b = b0; b < b1; ++b) {
                 const A wb = a.aux ? weight_at<T, A>(a, batch_weights<T>(a, b), p) : w;
                 blend((T*)a.y + b * a.ldy + p, wb * A(to_f(((const T*)a.x)[b * a.ldx + c])), a);
+            }
+        }
+    }
+}
+
+// The same for several batches, gathering a group's y at once from the copy by column.
+template <class T> __device__ void yw2y_t_by_column(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    const int64_t threads = (int64_t)gridDim.x * blockDim.x;
+    const T* shared_w = a.aux ? nullptr : (const T*)a.weights;
+    for (int64_t b0 = blockIdx.y * YW2Y_BATCH_GROUP; b0 < a.batches; b0 += gridDim.y * YW2Y_BATCH_GROUP) {
+        const Column<T>* columns = (const Column<T>*)a.out2 + b0 / YW2Y_BATCH_GROUP * a.k;
+        for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.nnz; p += threads) {
+            const Column<T> ys = columns[a.indices[p]];
+            const A w = weight_at<T, A>(a, shared_w, p);
+#pragma unroll
+            for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) {
+                const int64_t b = b0 + j;
+                if (b >= a.batches) break;
+                const A wb = a.aux ? weight_at<T, A>(a, batch_weights<T>(a, b), p) : w;
+                blend((T*)a.y + b * a.ldy + p, wb * A(to_f(ys.v[j])), a);
             }
         }
     }
@@ -311,5 +349,7 @@ template <class T> __device__ void yw2y_t_windows(const Args& a) {
 
 #define YW2Y(T, TN)                                                                                    \
     EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_t_##TN, (256), yw2y_t<T>)                \
+    EVS_KERNEL(yw2y_columns_##TN, (256), yw2y_columns<T>)                                              \
+    EVS_KERNEL(yw2y_t_by_column_##TN, (256), yw2y_t_by_column<T>)                                      \
     EVS_KERNEL(yw2y_t_windows_##TN, (WINDOW_THREADS, 1), yw2y_t_windows<T>)
 EVS_FOR_FLOATS(YW2Y)

@@ -56,6 +56,8 @@ families! {
     YW2Y_N = "yw2y_n",
     YW2Y_T = "yw2y_t",
     YW2Y_T_WINDOWS = "yw2y_t_windows",
+    YW2Y_COLUMNS = "yw2y_columns",
+    YW2Y_T_BY_COLUMN = "yw2y_t_by_column",
     DENSE_MV_N = "dense_mv_n",
     DENSE_MV_T = "dense_mv_t",
     DENSE_MM_N = "dense_mm_n",

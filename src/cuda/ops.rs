@@ -413,10 +413,18 @@ pub fn yw2y(
         Yw2y::Reference => Err(cpu_only(alg)),
         Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * groups) as u64), &args),
         Yw2y::EntryThread => {
-            // a thread per entry (grid-stride), a grid row per group of batches
+            // a thread per entry (grid-stride), a grid row per group of batches; several batches
+            // gather from a copy of y by column, each column's group side by side
             let entries = Grid::strided(gpu, a.nnz as u64);
             let grid = Grid::new((entries.blocks.0, (groups as u64).min(MAX_GRID_Y)), entries.threads);
-            gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, grid, &args)
+            if batches == 1 || a.nnz == 0 {
+                return gpu.launch(stream, gpu.kernel(YW2Y_T, t, None)?, grid, &args);
+            }
+            let columns = (groups * a.k) as u64;
+            let scratch = scratch(s, columns as usize * YW2Y_BATCH_GROUP * a.dtype.size())?; // held until both launches are queued
+            let copy = Args { out2: scratch.ptr, ..args };
+            gpu.launch(stream, gpu.kernel(YW2Y_COLUMNS, t, None)?, Grid::strided(gpu, columns), &copy)?;
+            gpu.launch(stream, gpu.kernel(YW2Y_T_BY_COLUMN, t, None)?, grid, &copy)
         }
         Yw2y::YWindows => {
             // blocks over even shares of the entries, a y window of whole slices filling a
