@@ -1,31 +1,19 @@
 """yw2y T variants side by side (bench/NOTES.md, "yw2y T through windows of y"): y_windows and
-entry_thread forced in turn on sorted random rows, checked against torch, median of REPS
-CUDA-event timings (REPS=1 under ncu); TAG labels the rows of one library among several.
+entry_thread forced in turn on sorted random rows, checked against torch, timed by bench.py's
+`timed` with REPS runs (REPS=1 under ncu); TAG labels the rows of one library among several.
 
     EVS_LIBRARY=path/to/libevsparse.so python3 bench/probe_yw2y.py
 """
 
 import os
-import statistics
 
 import torch
 
+import bench
 from bench import Evs, evsparse, random_csr
 
 CASES = [(100_000, 1000), (200_000, 1000), (30_000, 300), (10_000, 200)]  # n (A n x n), entries a row
 COPY_GBS = 2978  # device-to-device copy rate measured on the H100 (bench/RESULTS.md)
-
-
-def timed(fn, reps):
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000)
-    return statistics.median(times)
 
 
 def main():
@@ -33,7 +21,7 @@ def main():
     stream = torch.cuda.Stream()
     torch.cuda.set_stream(stream)
     evs = Evs(stream)
-    reps, tag = int(os.environ.get("REPS", "15")), os.environ.get("TAG", "")
+    bench.REPS, tag = int(os.environ.get("REPS", "15")), os.environ.get("TAG", "")
     for n, per_row in CASES:
         crow, col = random_csr(n, n, per_row)
         w = torch.rand(col.numel(), device="cuda")
@@ -48,7 +36,7 @@ def main():
             call()
             torch.cuda.synchronize()
             assert torch.equal(out, ref), alg
-            t = timed(call, reps)
+            t = bench.timed(call) * 1000
             print(f"{tag:14s} T {n:>7,}x{per_row} {alg:13s} {t:8.1f} us  {100 * floor_us / t:5.1f}% of floor", flush=True)
         a.close()
 

@@ -113,8 +113,8 @@ template <class T> __device__ void yw2y_n(const Args& a) {
 }
 
 // T with several batches (yw2y_t_by_column) gathers each entry's y from a copy of y by column
-// (a.out2, written by yw2y_columns): each column's group of YW2Y_BATCH_GROUP batches side by side, so one entry's
-// gathers for a group are one 32-byte sector (f32) instead of one sector a batch.
+// (a.out2, written by yw2y_columns): each column's group of YW2Y_BATCH_GROUP batches side by
+// side, so one entry's gathers for a group are one 32-byte sector (f32), not one a batch.
 template <class T> using Column = Run<T, YW2Y_BATCH_GROUP>;
 
 template <class T> __device__ void yw2y_columns(const Args& a) {

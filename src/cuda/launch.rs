@@ -186,9 +186,7 @@ impl Gpu {
 
     /// Queues `function` on `stream`; empty grids launch nothing.
     pub(crate) fn launch(&self, stream: sys::CUstream, function: Function, grid: Grid, args: &Args) -> Result<()> {
-        let mut params = [args as *const Args as *mut c_void];
-        // SAFETY: the kernel takes one `Args` by value, which params points to.
-        unsafe { self.launch_params(stream, function, grid, &mut params, 0) }
+        self.launch_shared(stream, function, grid, args, 0)
     }
 
     /// Queues `function` with `shared_bytes` of dynamic shared memory.

@@ -343,17 +343,18 @@ const LIVE_LIST_ROWS_MIN: u64 = 2048;
 /// rows from a spike list (`list` = I32) or from `live_rows`' lists (None).
 fn output_slices(s: &Stream, a: &Csr, args: Args, list: Option<DType>) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let offsets =
-        a.device_analysis(s)?.slice_offsets.as_ref().ok_or_else(|| {
-            Error::internal("output_slices ran on a matrix whose slice offsets analysis did not keep")
-        })?;
+    let offsets = slice_offsets(s, a, "output_slices")?;
     let grid = Grid::new((plan::slices(a.k) as u64, 1), (SLICE_THREADS, 1));
-    gpu.launch(
-        stream,
-        gpu.kernel(SPMV_T_SLICES, Some(a.dtype), list)?,
-        grid,
-        &Args { slice_offsets: offsets.addr(), ..args },
-    )
+    gpu.launch(stream, gpu.kernel(SPMV_T_SLICES, Some(a.dtype), list)?, grid, &Args { slice_offsets: offsets, ..args })
+}
+
+/// The device address of the rows' slice offsets, which `alg` reads (kept at analysis where
+/// `plan::slice_offsets_kept`, which the plans check before they pick it).
+fn slice_offsets(s: &Stream, a: &Csr, alg: &str) -> Result<u64> {
+    let kept = a.device_analysis(s)?.slice_offsets.as_ref();
+    let offsets = kept
+        .ok_or_else(|| Error::internal(format!("{alg} ran on a matrix whose slice offsets analysis did not keep")))?;
+    Ok(offsets.addr())
 }
 
 /// `output_slices` on an event vector: its live rows listed first (`live_rows`, up to
@@ -429,16 +430,14 @@ pub fn yw2y(
         Yw2y::YWindows => {
             // blocks over even shares of the entries, a y window of whole slices filling a
             // block's shared memory (all of y where it fits), as many blocks as fit at once
-            let offsets = a.device_analysis(s)?.slice_offsets.as_ref().ok_or_else(|| {
-                Error::internal("y_windows ran on a matrix whose slice offsets analysis did not keep")
-            })?;
+            let offsets = slice_offsets(s, a, "y_windows")?;
             let function = gpu.kernel(YW2Y_T_WINDOWS, t, None)?;
             let slice_bytes = plan::SLICE_OUTPUTS * a.dtype.size();
             let room = (gpu.shared_per_block as usize).saturating_sub(WINDOW_STATIC_BYTES) / slice_bytes;
             let shared = (plan::slices(a.k).min(room).max(1) * slice_bytes) as u32;
             let per_sm = gpu.blocks_per_multiprocessor(function, WINDOW_THREADS, shared)?;
             let grid = Grid::new(((gpu.multiprocessors * per_sm) as u64, 1), (WINDOW_THREADS, 1));
-            gpu.launch_shared(stream, function, grid, &Args { slice_offsets: offsets.addr(), ..args }, shared)
+            gpu.launch_shared(stream, function, grid, &Args { slice_offsets: offsets, ..args }, shared)
         }
     }
 }
