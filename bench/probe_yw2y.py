@@ -1,6 +1,7 @@
 """yw2y T variants side by side (bench/NOTES.md, "yw2y T through windows of y"): y_windows and
 entry_thread forced in turn on sorted random rows, checked against torch, timed by bench.py's
-`timed` with REPS runs (REPS=1 under ncu); TAG labels the rows of one library among several.
+`timed` with REPS runs (REPS=1 under ncu); TAG labels the rows of one library among several,
+NCASES keeps the first cases only.
 
     EVS_LIBRARY=path/to/libevsparse.so python3 bench/probe_yw2y.py
 """
@@ -12,7 +13,7 @@ import torch
 import bench
 from bench import Evs, evsparse, random_csr
 
-CASES = [(100_000, 1000), (200_000, 1000), (30_000, 300), (10_000, 200)]  # n (A n x n), entries a row
+CASES = [(100_000, 1000), (200_000, 1000), (30_000, 300), (10_000, 200)][: int(os.environ.get("NCASES", "4"))]  # n (A n x n), entries a row
 COPY_GBS = 2978  # device-to-device copy rate measured on the H100 (bench/RESULTS.md)
 
 
