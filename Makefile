@@ -288,7 +288,7 @@ GPU_ARCHS  ?= 90a
 GPU_TARGET := $(CURDIR)/target/gpu
 GPU_DIR    := $(CURDIR)/.gpu
 GPU_ENV    := EVS_CUDA_ARCHS=$(GPU_ARCHS) CARGO_TARGET_DIR=$(GPU_TARGET)
-RUST_GPU_TESTS := backends graph_capture reference faults threads soak
+RUST_GPU_TESTS := backends graph_capture reference faults threads soak big
 
 gpu-bundle: $(NVCC_STAMP)
 	$(GPU_ENV) cargo build --release

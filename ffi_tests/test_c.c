@@ -1297,6 +1297,23 @@ static void test_op_errors(void) {
     FAILS(EVS_ERROR_DTYPE_MISMATCH, evs_compact_events(st, i32, i32, cnt));
     FAILS(EVS_ERROR_CONTEXT_MISMATCH, evs_compact_events(st, foreign, i32, cnt));
     {
+        /* 2^31 neurons: more than int32 indices reach (views on a CPU context that claim the
+           lengths; the call is refused before it reads, and before it sees them overlap) */
+        static uint8_t spike_byte;
+        static int32_t index_word;
+        evs_context *cpu;
+        evs_stream *cpu_st;
+        evs_dense *huge_spikes, *huge_idx, *cpu_cnt;
+        OK(evs_context_create(EVS_DEVICE_CPU, 0, &cpu));
+        OK(evs_stream_create(cpu, &cpu_st));
+        OK(evs_dense_wrap_vector(cpu, EVS_DTYPE_BOOL, (int64_t)1 << 31, &spike_byte, &huge_spikes));
+        OK(evs_dense_wrap_vector(cpu, EVS_DTYPE_I32, (int64_t)1 << 31, &index_word, &huge_idx));
+        OK(evs_dense_create_vector(cpu, EVS_DTYPE_I32, 1, &cpu_cnt));
+        FAILS(EVS_ERROR_SHAPE_MISMATCH, evs_compact_events(cpu_st, huge_spikes, huge_idx, cpu_cnt));
+        evs_dense_destroy(cpu_cnt), evs_dense_destroy(huge_idx), evs_dense_destroy(huge_spikes);
+        evs_stream_destroy(cpu_st), evs_context_destroy(cpu);
+    }
+    {
         int32_t ibuf_host[4], *ibuf;
         evs_dense *ov_idx = NULL, *ov_cnt = NULL, *keep = NULL;
         ibuf = wrappable(ibuf_host, sizeof ibuf_host, &keep);

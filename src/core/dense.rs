@@ -19,12 +19,17 @@ pub struct Dense {
     pub ld: usize,
 }
 
-/// Largest extent of one dimension (indices are int32 inside kernels).
+/// Largest extent of a matrix dimension (row and column indices are int32 inside kernels). A
+/// vector may be longer: the arrays of a matrix's stored entries (weights, yw2y's outputs, the
+/// CSC permutation) pass 2^31 elements, and kernels index them with 64 bits.
 pub(crate) const MAX_DIM: i64 = i32::MAX as i64;
 
 impl Dense {
     fn shape_args(ndim: u32, rows: i64, cols: i64, ld: i64) -> Result<(usize, usize, usize)> {
-        let rows = size_arg(if ndim == 1 { "n" } else { "rows" }, rows, MAX_DIM)?;
+        let rows = match ndim {
+            1 => size_arg("n", rows, i64::MAX)?, // the span's size in bytes is checked below
+            _ => size_arg("rows", rows, MAX_DIM)?,
+        };
         let cols = size_arg("cols", cols, MAX_DIM)?;
         let ld = size_arg("ld", ld, i64::MAX)?;
         if ndim == 2 && ld < cols.max(1) {

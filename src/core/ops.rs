@@ -4,7 +4,7 @@
 use super::bsr::Bsr;
 use super::context::{Backend, Context, Stream};
 use super::csr::{Csr, Weights};
-use super::dense::Dense;
+use super::dense::{Dense, MAX_DIM};
 use super::plan::{self, decide, Algorithm};
 use super::spikes::{SpikeList, Spikes};
 use super::{InputKind, Op};
@@ -428,6 +428,9 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
     count.dtype.expect("count", DType::I32)?;
     if spikes.ndim != 1 {
         return Err(Error::shape(format!("spikes must be a 1-D array, got a {}", spikes.describe())));
+    }
+    if spikes.rows > MAX_DIM as usize {
+        return Err(Error::shape(format!("spikes has {} neurons; int32 indices reach {MAX_DIM}", spikes.rows)));
     }
     if indices.ndim != 1 || indices.rows < spikes.rows {
         return Err(Error::shape(format!(

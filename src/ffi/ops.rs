@@ -441,7 +441,7 @@ pub unsafe extern "C" fn evs_bsrmm(
 /// @retval EVS_ERROR_NULL_POINTER a required handle or pointer is NULL
 /// @retval EVS_ERROR_INVALID_HANDLE a handle is not a live handle of its kind
 /// @retval EVS_ERROR_CONTEXT_MISMATCH the handles belong to different contexts
-/// @retval EVS_ERROR_SHAPE_MISMATCH indices is shorter than spikes, or count's length is not 1
+/// @retval EVS_ERROR_SHAPE_MISMATCH indices is shorter than spikes, spikes has over 2^31 - 1 neurons (int32 indices), or count's length is not 1
 /// @retval EVS_ERROR_DTYPE_MISMATCH spikes is not bool or float, or an output is not int32
 /// @retval EVS_ERROR_INVALID_VALUE the outputs overlap each other or spikes
 /// @retval EVS_ERROR_OUT_OF_MEMORY memory (or scratch on the device) could not be allocated; nothing leaked
