@@ -9,6 +9,7 @@ use super::stats::CsrStats;
 use super::{checked_product, size_arg};
 use crate::dtype::{with_float, Acc, DType, Float};
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -156,17 +157,17 @@ pub struct DeviceAnalysis {
 /// the row's start, and its length last (uint32, `slices(k) + 1` per row; rows sorted).
 fn slice_offsets(view: &CsrView<'_, i64>) -> Vec<u32> {
     let slices = slices(view.k);
-    let mut offsets = Vec::with_capacity(view.m * (slices + 1));
-    for i in 0..view.m {
+    let mut offsets = vec![0u32; view.m * (slices + 1)];
+    offsets.par_chunks_mut(slices + 1).enumerate().for_each(|(i, out)| {
         let row = &view.indices[view.row(i)];
         let mut p = 0;
-        for s in 0..=slices {
+        for (s, o) in out.iter_mut().enumerate() {
             while p < row.len() && (row[p] as usize) < s * SLICE_OUTPUTS {
                 p += 1;
             }
-            offsets.push(p as u32);
+            *o = p as u32;
         }
-    }
+    });
     offsets
 }
 
@@ -404,11 +405,11 @@ impl Csr {
     /// Builds the CSC mirror (and the slice offsets where kept) from a host view of the
     /// structure and caches it.
     fn mirror_from(&self, view: &CsrView<'_, i64>, stats: &CsrStats) -> Result<&DeviceAnalysis> {
-        let an = crate::cpu::analyse(view);
+        let (colptr, rowind, perm) = crate::cpu::csc_mirror(view);
         let upload = |what: &str, bytes: &[u8]| self.ctx.upload(what, bytes);
-        let colptr: Vec<i64> = an.colptr.iter().map(|&v| v as i64).collect();
-        let rowind: Vec<i32> = an.rowind.iter().map(|&v| v as i32).collect();
-        let perm: Vec<i64> = an.perm.iter().map(|&v| v as i64).collect();
+        let colptr: Vec<i64> = colptr.par_iter().map(|&v| v as i64).collect();
+        let rowind: Vec<i32> = rowind.par_iter().map(|&v| v as i32).collect();
+        let perm: Vec<i64> = perm.par_iter().map(|&v| v as i64).collect();
         let built = DeviceAnalysis {
             colptr: upload("csr analysis", as_bytes(&colptr))?,
             rowind: upload("csr analysis", as_bytes(&rowind))?,

@@ -16,7 +16,7 @@ pub use dense::dense_plasticity;
 pub use dense_products::{dense_mm, dense_mv_spikes, DenseProduct};
 pub use events::compact;
 pub use products::{spmm, spmv_spikes};
-pub use sparse::{analyse, csr_plasticity, csr_to_csc, yw2y};
+pub use sparse::{analyse, csc_mirror, csr_plasticity, csr_to_csc, yw2y};
 
 use crate::core::context::Stream;
 use crate::core::dense::Dense;

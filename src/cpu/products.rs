@@ -407,6 +407,15 @@ impl<T> SharedRows<T> {
         let (start, end) = (start.min(self.len), end.min(self.len));
         std::slice::from_raw_parts_mut(self.ptr.add(start), end.saturating_sub(start))
     }
+
+    /// Writes element `i`.
+    ///
+    /// # Safety
+    /// `i` is in the array, and no other thread reads or writes it meanwhile.
+    pub(super) unsafe fn write(&self, i: usize, value: T) {
+        debug_assert!(i < self.len);
+        self.ptr.add(i).write(value)
+    }
 }
 
 /// Every output row as a sum over the entries it gathers, threads over row ranges of equal

@@ -1,6 +1,6 @@
 //! CSR operations: spmv/spmm, yw2y, plasticity, analysis and CSR -> CSC.
 
-use super::products::with_active_indices;
+use super::products::{with_active_indices, SharedRows};
 use super::{
     for_each_item, listed_mask, live_rows, load_input, pack_into, packed, par_rows_mut, worth_sharing, Blend,
     PerThread, Rule, MIN_ROWS_PER_TASK, SPARSE_WORK,
@@ -52,30 +52,60 @@ impl<T: Float> EntryWeights<'_, T> {
     }
 }
 
-/// Builds the CSC mirror by a stable counting sort over columns, and the row of every entry.
+/// Builds the CSC mirror and the row of every entry.
 pub fn analyse<P: Index>(a: &CsrView<P>) -> Analysis {
-    let nnz = a.indices.len();
-    let mut colptr = vec![0usize; a.k + 1];
-    for &c in a.indices {
-        colptr[c as usize + 1] += 1;
-    }
-    for c in 0..a.k {
-        colptr[c + 1] += colptr[c];
-    }
-    let mut next = colptr.clone();
-    let mut rowind = vec![0u32; nnz];
-    let mut perm = vec![0usize; nnz];
-    let mut row_of = vec![0u32; nnz];
-    for i in 0..a.m {
-        for j in a.row(i) {
-            let slot = &mut next[a.indices[j] as usize];
-            rowind[*slot] = i as u32;
-            perm[*slot] = j;
-            *slot += 1;
-            row_of[j] = i as u32;
-        }
-    }
+    let (colptr, rowind, perm) = csc_mirror(a);
+    let mut row_of = vec![0u32; a.indices.len()];
+    let rows = SharedRows::new(&mut row_of);
+    (0..a.m).into_par_iter().with_min_len(MIN_ROWS_PER_TASK).for_each(|i| {
+        let span = a.row(i);
+        // SAFETY: each row writes its own entries' slots.
+        unsafe { rows.part(span.start, span.end) }.fill(i as u32);
+    });
     Analysis { colptr, rowind, perm, row_of }
+}
+
+/// The CSC mirror (column pointers, each entry's row, each entry's CSR position) by a stable
+/// counting sort over columns, in parallel: the rows split into parts of about equal entries,
+/// each part counts its entries per column, then scatters them into the slots after the earlier
+/// parts' (rows stay in order within a column). The parts' counts (parts x k) stay within the
+/// entries' count, so a wide matrix with few entries sorts in fewer parts.
+pub fn csc_mirror<P: Index>(a: &CsrView<P>) -> (Vec<usize>, Vec<u32>, Vec<usize>) {
+    let nnz = a.indices.len();
+    let parts = rayon::current_num_threads().min(nnz / (a.k + 1)).max(1);
+    let offset = |row: usize| a.indptr[row].get() as usize;
+    let first_row_at = |entry: usize| a.indptr.partition_point(|&o| (o.get() as usize) < entry).min(a.m);
+    let bounds: Vec<usize> =
+        (0..=parts).map(|p| if p == parts { a.m } else { first_row_at(nnz * p / parts) }).collect();
+    let mut next: Vec<Vec<usize>> = (0..parts)
+        .into_par_iter()
+        .map(|p| {
+            let mut counts = vec![0usize; a.k];
+            a.indices[offset(bounds[p])..offset(bounds[p + 1])].iter().for_each(|&c| counts[c as usize] += 1);
+            counts
+        })
+        .collect();
+    let mut colptr = vec![0usize; a.k + 1];
+    for c in 0..a.k {
+        let mut at = colptr[c];
+        for part in next.iter_mut() {
+            (part[c], at) = (at, at + part[c]); // a part's first slot in column c
+        }
+        colptr[c + 1] = at;
+    }
+    let (mut rowind, mut perm) = (vec![0u32; nnz], vec![0usize; nnz]);
+    let (rows, positions) = (SharedRows::new(&mut rowind), SharedRows::new(&mut perm));
+    next.into_par_iter().enumerate().for_each(|(p, mut next)| {
+        for i in bounds[p]..bounds[p + 1] {
+            for j in a.row(i) {
+                let slot = &mut next[a.indices[j] as usize];
+                // SAFETY: part p alone writes its slots of each column (counted above).
+                unsafe { (rows.write(*slot, i as u32), positions.write(*slot, j)) };
+                *slot += 1;
+            }
+        }
+    });
+    (colptr, rowind, perm)
 }
 
 /// N: `y[i,:] = Σ_{j in row i} w_j x[indices[j],:]`; T: `y[c,:] = Σ_{indices[j]=c} w_j x[row(j),:]`.
@@ -341,6 +371,48 @@ fn write_ints(dst: &Dense, values: &[usize]) {
         match dst.dtype {
             DType::I32 => dst.slice_mut::<i32>().iter_mut().zip(values).for_each(|(d, &v)| *d = v as i32),
             _ => dst.slice_mut::<i64>().iter_mut().zip(values).for_each(|(d, &v)| *d = v as i64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mirror as a plain stable sort of the entries by column would give it.
+    fn sorted_mirror(view: &CsrView<i64>) -> (Vec<usize>, Vec<u32>, Vec<usize>) {
+        let mut entries: Vec<(usize, u32, usize)> =
+            (0..view.m).flat_map(|i| view.row(i).map(move |j| (view.indices[j] as usize, i as u32, j))).collect();
+        entries.sort_by_key(|&(c, _, _)| c); // stable: rows stay in order within a column
+        let mut colptr = vec![0; view.k + 1];
+        entries.iter().for_each(|&(c, _, _)| colptr[c + 1] += 1);
+        (0..view.k).for_each(|c| colptr[c + 1] += colptr[c]);
+        (colptr, entries.iter().map(|e| e.1).collect(), entries.iter().map(|e| e.2).collect())
+    }
+
+    #[test]
+    fn csc_mirror_is_the_stable_sort_by_column_for_any_number_of_parts() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut below = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        // (rows, columns, most entries a row): many short rows, few long ones, wide and narrow
+        for (m, k, longest) in [(0, 3, 0), (5, 1, 4), (200, 7, 30), (64, 5000, 3), (300, 40, 200), (1, 9, 50)] {
+            let mut indptr = vec![0i64];
+            let mut indices = Vec::new();
+            for _ in 0..m {
+                let len = if below(4) == 0 { 0 } else { below(longest + 1) }; // empty rows too
+                indices.extend((0..len).map(|_| below(k) as i32)); // unsorted, duplicates
+                indptr.push(indices.len() as i64);
+            }
+            let view = CsrView { m, k, indptr: &indptr, indices: &indices };
+            for threads in [1, 2, 3, 8] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                assert_eq!(pool.install(|| csc_mirror(&view)), sorted_mirror(&view), "m {m}, k {k}, {threads} threads");
+            }
         }
     }
 }
