@@ -315,7 +315,7 @@ fn all_zero_bytes<E>(chunk: &[E]) -> bool {
 /// the index across it (a row's column, a column's row) and the position of its weight. A
 /// gather sums each output line over the inputs across it; a scatter spreads each live input
 /// line onto the outputs across it.
-trait Lines: Sync {
+pub(super) trait Lines: Sync {
     /// Whether consecutive entries' weights lie apart in memory.
     const SCATTERED_WEIGHTS: bool;
     fn lines(&self) -> usize;
@@ -448,7 +448,7 @@ fn gather<T: Float, G: Lines>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Prod
 }
 
 /// Range `t` of `ranges` that split the output rows into runs of about equal entry counts.
-fn balanced<G: Lines>(g: &G, ranges: usize, t: usize) -> Range<usize> {
+pub(super) fn balanced<G: Lines>(g: &G, ranges: usize, t: usize) -> Range<usize> {
     let (rows, entries) = (g.lines(), g.offset(g.lines()));
     let first_row_from = |e: usize| {
         // the first row whose entries start at or after e

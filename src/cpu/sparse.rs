@@ -1,6 +1,6 @@
 //! CSR operations: spmv/spmm, yw2y, plasticity, analysis and CSR -> CSC.
 
-use super::products::{with_active_indices, SharedRows};
+use super::products::{balanced, with_active_indices, Lines, SharedRows};
 use super::{
     for_each_item, listed_mask, live_rows, load_input, pack_into, packed, par_rows_mut, worth_sharing, Blend,
     PerThread, Rule, MIN_ROWS_PER_TASK, SPARSE_WORK,
@@ -73,15 +73,13 @@ pub fn analyse<P: Index>(a: &CsrView<P>) -> Analysis {
 pub fn csc_mirror<P: Index>(a: &CsrView<P>) -> (Vec<usize>, Vec<u32>, Vec<usize>) {
     let nnz = a.indices.len();
     let parts = rayon::current_num_threads().min(nnz / (a.k + 1)).max(1);
-    let offset = |row: usize| a.indptr[row].get() as usize;
-    let first_row_at = |entry: usize| a.indptr.partition_point(|&o| (o.get() as usize) < entry).min(a.m);
-    let bounds: Vec<usize> =
-        (0..=parts).map(|p| if p == parts { a.m } else { first_row_at(nnz * p / parts) }).collect();
-    let mut next: Vec<Vec<usize>> = (0..parts)
-        .into_par_iter()
-        .map(|p| {
+    let rows: Vec<std::ops::Range<usize>> = (0..parts).map(|p| balanced(a, parts, p)).collect();
+    let mut next: Vec<Vec<usize>> = rows
+        .par_iter()
+        .map(|part| {
             let mut counts = vec![0usize; a.k];
-            a.indices[offset(bounds[p])..offset(bounds[p + 1])].iter().for_each(|&c| counts[c as usize] += 1);
+            let entries = a.offset(part.start)..a.offset(part.end);
+            a.indices[entries].iter().for_each(|&c| counts[c as usize] += 1);
             counts
         })
         .collect();
@@ -94,13 +92,13 @@ pub fn csc_mirror<P: Index>(a: &CsrView<P>) -> (Vec<usize>, Vec<u32>, Vec<usize>
         colptr[c + 1] = at;
     }
     let (mut rowind, mut perm) = (vec![0u32; nnz], vec![0usize; nnz]);
-    let (rows, positions) = (SharedRows::new(&mut rowind), SharedRows::new(&mut perm));
-    next.into_par_iter().enumerate().for_each(|(p, mut next)| {
-        for i in bounds[p]..bounds[p + 1] {
+    let (row_out, positions) = (SharedRows::new(&mut rowind), SharedRows::new(&mut perm));
+    next.into_par_iter().zip(rows).for_each(|(mut next, part)| {
+        for i in part {
             for j in a.row(i) {
                 let slot = &mut next[a.indices[j] as usize];
-                // SAFETY: part p alone writes its slots of each column (counted above).
-                unsafe { (rows.write(*slot, i as u32), positions.write(*slot, j)) };
+                // SAFETY: a part alone writes its slots of each column (counted above).
+                unsafe { (row_out.write(*slot, i as u32), positions.write(*slot, j)) };
                 *slot += 1;
             }
         }
