@@ -2,13 +2,13 @@
 //! analysis, spmv N and T, csr→csc, yw2y N and T and the weights' view, each checked against
 //! sums computed here from the formulas that built the matrix, on a sample of outputs. Every
 //! value is a small multiple of a power of two, so every sum is exact in f32 whatever its order
-//! and the results must match exactly. It needs about 55 GB of device and 60 GB of host memory,
+//! and the results must match exactly. It needs about 66 GB of device and 60 GB of host memory,
 //! so it runs only with EVS_TEST_BIG=1 (the GPU check sets it on the H100); EVS_TEST_BIG_ROWS
 //! makes it smaller (a check of the test itself on the CPU).
 
 mod common;
 
-use common::{env_number, setup, Rng};
+use common::{env_number, setup, upload, Rng};
 use evsparse::core::context::{Context, Stream};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
@@ -83,15 +83,15 @@ fn vector(ctx: &Arc<Context>, t: DType, n: usize) -> Dense {
     Dense::create(ctx, t, 1, n as i64, 1).unwrap()
 }
 
-fn upload_f32(s: &Stream, d: &Dense, values: &[f32]) {
-    // SAFETY: values holds the array's numel f32 elements.
-    unsafe { d.copy_from_host(s, values.as_ptr() as *const u8, values.len()).unwrap() };
+/// A vector of f32 values computed by `f` at 0..n.
+fn f32_vector(ctx: &Arc<Context>, s: &Stream, n: usize, f: fn(usize) -> f32) -> Dense {
+    upload(ctx, s, DType::F32, (1, n, 1), &(0..n).map(|i| f(i) as f64).collect::<Vec<_>>())
 }
 
 #[test]
 fn more_than_2_31_entries() {
     if std::env::var("EVS_TEST_BIG").as_deref() != Ok("1") {
-        eprintln!("skipped: set EVS_TEST_BIG=1 (55 GB of device memory)");
+        eprintln!("skipped: set EVS_TEST_BIG=1 (66 GB of device memory)");
         return;
     }
     let (ctx, s) = setup();
@@ -130,16 +130,14 @@ fn more_than_2_31_entries() {
     let cols: Vec<usize> = (0..SAMPLES).map(|_| rng.below(K)).chain([0, K - 1]).collect();
 
     // spmv N and T
-    let (xn, yn) = (vector(&ctx, DType::F32, K), vector(&ctx, DType::F32, m));
-    upload_f32(&s, &xn, &(0..K).map(x_n).collect::<Vec<_>>());
+    let (xn, yn) = (f32_vector(&ctx, &s, K, x_n), vector(&ctx, DType::F32, m));
     ops::spmm(&s, Op::N, InputKind::Float, 1.0, &a, &xn, 0.0, &yn, true).unwrap();
     for &i in &rows {
         let expected: f32 = (0..PER_ROW).map(|t| weight(i * PER_ROW + t) * x_n(column(i, t))).sum();
         assert_eq!(read_one::<f32>(&s, &yn, i), expected, "spmv N, row {i}");
     }
     drop((xn, yn));
-    let (xt, yt) = (vector(&ctx, DType::F32, m), vector(&ctx, DType::F32, K));
-    upload_f32(&s, &xt, &(0..m).map(x_t).collect::<Vec<_>>());
+    let (xt, yt) = (f32_vector(&ctx, &s, m, x_t), vector(&ctx, DType::F32, K));
     ops::spmm(&s, Op::T, InputKind::Float, 1.0, &a, &xt, 0.0, &yt, true).unwrap();
     for &c in &cols {
         let expected: f32 = column_entries(m, c).iter().map(|&(i, j)| weight(j) * x_t(i)).sum();
@@ -177,8 +175,7 @@ fn more_than_2_31_entries() {
     let entries: Vec<usize> = (0..SAMPLES).map(|_| rng.below(nnz)).chain([0, nnz - 1]).collect();
     for op in [Op::N, Op::T] {
         let (len, by): (usize, fn(usize) -> f32) = if op == Op::N { (m, x_t) } else { (K, x_n) };
-        let yv = vector(&ctx, DType::F32, len);
-        upload_f32(&s, &yv, &(0..len).map(by).collect::<Vec<_>>());
+        let yv = f32_vector(&ctx, &s, len, by);
         ops::yw2y(&s, op, &a, None, 1.0, &yv, 0.0, &out).unwrap();
         for &j in &entries {
             let (i, t) = (j / PER_ROW, j % PER_ROW);
