@@ -469,7 +469,8 @@ def bench_dense(evs, tab, quick):
             # f32 against a float64 product (the 1e-6), half precision against f32 sums
             ref = Wop.double() @ S.double() if dt == f32 else Wop.float() @ S.float()
             ours = measure(evs, "dense_mm", lambda: evsparse.dense_mm(hw, hs, hc, op=op, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
-                           lambda plan: check(f"dense mm {'N' if op == OP_N else 'T'} {label} {plan}", Cm.float(), ref, tol=tol))
+                           lambda plan: check(f"dense mm {'N' if op == OP_N else 'T'} {label} {plan}", Cm.float(), ref, tol=tol),
+                           graph=True)
             nbytes = int(W.numel() * live.float().mean().item()) * W.element_size() + S.numel() + Cm.numel() * Cm.element_size()
             row = f"dense event mm {'N' if op == OP_N else 'T'} W {label}"
             tab.add(row, ours, name, timed(lambda: Wop @ Sf), nbytes)

@@ -1,20 +1,24 @@
 # Probe of dense mm N on events through dense_mm:wgmma (python3 bench/probe_dense.py MODE, on the
 # GPU machine, EVS_LIBRARY set): `sweep` checks errors against float64 over shapes;
 # `time` prints event and graph µs per call of a few shapes (and torch's read of W); `time_t` the
-# same for T (the plan's choice); `ncu` runs one call each of f32 and f16 W 10000² x 100 at 1 %
+# same for T (the plan's choice); `time_small` mv N / T, T with 10 columns and dense plasticity
+# pre / post on W 10000² f32 at 1 % (the plan's choices, results checked; ONCE=1: untimed, for ncu); `ncu` runs one call each of f32 and f16 W 10000² x 100 at 1 %
 import os, sys, torch
-sys.path.insert(0, os.path.dirname(__file__))
 import bench
+from bench import evsparse
 stream = torch.cuda.Stream(); torch.cuda.set_stream(stream)
-evs = bench.Evs(os.environ["EVS_LIBRARY"], stream)
+evs = bench.Evs(stream)
 def setup(m, k, n, dt, rate=0.01, op=bench.OP_N):
     W = torch.randn(m, k, device="cuda", dtype=dt)
     S = torch.rand(k, n, device="cuda") < rate
     C = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
     hw, hs, hc = evs.dense(W), evs.dense(S), evs.dense(C)
-    return W, S, C, lambda: evs.call("evs_dense_mm", evs.stream, op, bench.EVENTS, 1.0, hw, hs, 0.0, hc)
+    return W, S, C, lambda: evsparse.dense_mm(hw, hs, hc, op=op, events=bench.EVENTS, alpha=1.0, beta=0.0, stream=evs.stream)
 mode = sys.argv[1]
-evs.force("dense_mm:auto" if mode == "time_t" else "dense_mm:wgmma")
+once = os.environ.get("ONCE") == "1"  # time_small: each call twice, untimed (for ncu)
+def times(f):
+    return "untimed" if once else f"{bench.timed(f) * 1e3:.1f} / {bench.graphed(evs, f) * 1e3:.1f} graph"
+evs.force("dense_mm:auto" if mode in ("time_t", "time_small") else "dense_mm:wgmma")
 if mode == "ncu":
     for dt in (torch.float32, torch.float16):
         W, S, C, f = setup(10000, 10000, 100, dt)
@@ -26,7 +30,59 @@ elif mode == "time":
         ev = bench.timed(f) * 1e3; gr = bench.graphed(evs, f) * 1e3; rd = bench.timed(lambda: W.sum()) * 1e3
         out.append(f"{m}² n={n} {str(dt)[6:]}: {ev:.1f} / {gr:.1f} graph (W.sum {rd:.1f})")
         del W, S, C
-    print(os.path.basename(os.environ["EVS_LIBRARY"]), " | ".join(out), flush=True)
+    print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
+elif mode == "time_small":
+    n = 10000
+    W = torch.randn(n, n, device="cuda")
+    hw = evs.dense(W)
+    out = []
+    for name, cols in [("mv N", 0), ("mv T", 0), ("T n=10", 10)]:
+        S = torch.rand(n, max(cols, 1), device="cuda") < 0.01
+        S = S if cols else S[:, 0].contiguous()
+        C = torch.full((n,) if not cols else (n, cols), float("nan"), device="cuda")
+        hs, hc = evs.dense(S), evs.dense(C)
+        op = bench.OP_N if name == "mv N" else bench.OP_T
+        mv = evsparse.dense_mv if not cols else evsparse.dense_mm
+        f = lambda: mv(hw, hs, hc, op=op, events=bench.EVENTS, alpha=1.0, beta=0.0, stream=evs.stream)
+        f(); torch.cuda.synchronize()
+        ref = (W.double() if op == bench.OP_N else W.double().t()) @ S.double()
+        err = ((C.double() - ref).norm() / ref.norm()).item()
+        f()
+        out.append(f"{name}: {times(f)} (error {err:.1e})")
+        for h in (hs, hc):
+            h.close()
+    spikes = torch.rand(n, device="cuda") < 0.01
+    trace = torch.rand(n, device="cuda") * 1e-3
+    hs, ht = evs.dense(spikes), evs.dense(trace)
+    for rule in ("pre", "post"):
+        W0 = W.clone()
+        update = getattr(evsparse, "dense_plasticity_" + rule)
+        f = lambda: update(hw, hs, ht, w_min=-10.0, w_max=10.0, stream=evs.stream)
+        f(); torch.cuda.synchronize()
+        idx = spikes.nonzero().squeeze(1)
+        ref = W0.clone()
+        if rule == "pre":
+            ref[idx] += trace
+        else:
+            ref[:, idx] += trace[:, None]
+        bad = (W - ref).abs().max().item()
+        f()
+        out.append(f"{rule}: {times(f)} (max error {bad:.1e})")
+        W.copy_(W0)
+    print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
+elif mode == "replays":
+    # N on the tensor cores checked after one call, after back-to-back calls, after graph replays
+    for n, dt in [(256, torch.float32), (100, torch.float32), (256, torch.float16), (129, torch.float32)]:
+        W, S, C, f = setup(10000, 10000, n, dt)
+        ref = W.double() @ S.double()
+        err = lambda: f"{((C.double() - ref).norm() / ref.norm()).item():.1e}"
+        f(); torch.cuda.synchronize(); once = err()
+        for _ in range(30):
+            f()
+        torch.cuda.synchronize(); again = err()
+        C.fill_(float("nan")); bench.graphed(evs, f); torch.cuda.synchronize(); graphed = err()
+        print(f"n={n} {str(dt)[6:]}: once {once}, 30 calls {again}, graph replays {graphed}", flush=True)
+        del W, S, C
 elif mode == "time_t":
     out = []
     for n, dt in [(10, torch.float32), (100, torch.float32), (100, torch.float16)]:
@@ -36,7 +92,7 @@ elif mode == "time_t":
         err = ((C.double() - ref).norm() / ref.norm()).item()
         out.append(f"T n={n} {str(dt)[6:]}: {bench.timed(f) * 1e3:.1f} / {bench.graphed(evs, f) * 1e3:.1f} graph (error {err:.1e})")
         del W, S, C
-    print(os.path.basename(os.environ["EVS_LIBRARY"]), " | ".join(out), flush=True)
+    print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
 else:
     for m, k, n in [(10000, 10000, 256), (10000, 10000, 200), (2000, 10000, 256), (10000, 2000, 256), (10000, 10000, 129),
                     (10000, 10000, 100), (4000, 10000, 256), (10000, 5000, 256), (300, 1000, 100), (200, 512, 300)]:

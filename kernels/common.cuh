@@ -64,7 +64,8 @@ struct Args {
     int64_t ldaux;
     void* out2;             // second output (the count of event compaction)
     int64_t lines;          // candidate lines of an event-driven launch (input length)
-    const int* spike_count; // spike lists: the device-side count of the indices in x
+    const int* spike_count; // spike lists: the device-side count of the indices in x (or of each list in live)
+    const int* live;        // the active rows of each column of x, listed by a first launch (dense T)
     int64_t m, k, n;        // matrix rows and columns, columns of x and y
     int64_t nnz, batches;
     int64_t idx64;          // indptr is int64
@@ -235,23 +236,28 @@ template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
     return below;
 }
 
-// The active events among [start, stop) (event e at x[e * ldx]) listed in order into out, by a
-// block of THREADS threads; returns how many. A tile gives each thread RUN consecutive events
-// (their loads in flight together) and one block scan places the actives.
-template <int THREADS, int RUN, class E>
-__device__ int64_t list_active(const E* x, int64_t ldx, int64_t start, int64_t stop, int* out) {
+// The items e of [start, stop) where live(e), listed in order into out, by a block of THREADS
+// threads; returns how many. A tile gives each thread RUN consecutive items (their loads in
+// flight together) and one block scan places the live ones.
+template <int THREADS, int RUN, class Live>
+__device__ int64_t list_live(Live live, int64_t start, int64_t stop, int* out) {
     int64_t listed = 0;
     for (int64_t base = start; base < stop; base += THREADS * RUN) {
         const int64_t first = base + threadIdx.x * RUN;
-        unsigned live = 0;  // bit j: event first + j
+        unsigned found = 0;  // bit j: item first + j
 #pragma unroll
-        for (int j = 0; j < RUN; j++) live |= (unsigned)(first + j < stop && active(x[(first + j) * ldx])) << j;
+        for (int j = 0; j < RUN; j++) found |= (unsigned)(first + j < stop && live(first + j)) << j;
         int total;
-        int at = block_exclusive_sum<THREADS>(__popc(live), &total);
-        for (; live; live &= live - 1) out[listed + at++] = (int)(first + __ffs(live) - 1);
+        int at = block_exclusive_sum<THREADS>(__popc(found), &total);
+        for (; found; found &= found - 1) out[listed + at++] = (int)(first + __ffs(found) - 1);
         listed += total;
     }
     return listed;
+}
+
+// live(e) for list_live: event e of x (ldx apart) is active.
+template <class E> __device__ __forceinline__ auto active_events(const E* x, int64_t ldx) {
+    return [=](int64_t e) { return active(x[e * ldx]); };
 }
 
 // The live inputs of a block's candidates as a list in shared memory, a window of WINDOW

@@ -13,7 +13,8 @@ template <class T, class A, bool TRANS> __device__ __forceinline__ A w_at(const 
 
 // mv reads W only at the live inputs: each block lists them a chunk at a time in shared memory
 // (Inputs<In>::each_listed), then adds W's elements at the listed inputs. Sums run in list
-// order: reproducible.
+// order: reproducible. Event vectors arrive listed by a first launch (a spike list), so each
+// block reads the list, not the whole vector.
 // N, n = 1: a block of 8 warps takes MV_ROWS rows, each warp MV_ROWS / 8 of them side by side;
 // lane l adds the listed inputs l, l + 32, ... of each (a gather along W's rows).
 #define MV_ROWS 32
@@ -37,16 +38,28 @@ template <class T, class In> __device__ void mv_n(const Args& a) {
 }
 
 // T, n = 1: 32 outputs per block (consecutive columns of W, so loads coalesce), the listed
-// input rows split among the block's 8 warps and summed through shared memory.
+// input rows split among the block's 8 warps and summed through shared memory. A spike list is
+// read where it lies (each index is a broadcast load, cached), not staged.
 template <class T, class In> __device__ void mv_t(const Args& a) {
     typedef typename AccOf<T>::type A;
     __shared__ A part[8][32];
     const int64_t i = (int64_t)blockIdx.x * 32 + threadIdx.x;
     A acc = 0;
-    Inputs<In>::template each_listed<A>(a, a.k, [&](const int* rows, const A* values, int count) {
+    if constexpr (std::is_same<In, SpikeList>::value) {
+        const int count = (int)listed(a);
         if (i < a.m)
-            for (int t = threadIdx.y; t < count; t += 8) acc += w_at<T, A, true>(a, i, rows[t]) * values[t];
-    });
+#pragma unroll 4  // four rows' loads in flight
+            for (int t = threadIdx.y; t < count; t += 8) {
+                const int64_t r = listed_at(a, t, a.k);
+                if (r >= 0) acc += w_at<T, A, true>(a, i, r);
+            }
+    } else {
+        Inputs<In>::template each_listed<A>(a, a.k, [&](const int* rows, const A* values, int count) {
+            if (i < a.m)
+#pragma unroll 4  // four rows' loads in flight
+                for (int t = threadIdx.y; t < count; t += 8) acc += w_at<T, A, true>(a, i, rows[t]) * values[t];
+        });
+    }
     part[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && i < a.m) {
@@ -530,39 +543,38 @@ template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, co
 }
 
 // ---------------------------------------------------------------- T on events, few columns
-// T with 2 to ROWS_T_COLS columns of events: only the rows of S with any event select rows of W
-// (with 10 columns at 1 %, a tenth of them). Each block lists those rows with their events as
-// bits (ROWS_T_WINDOW rows a window), then its warps share the listed rows: lane l reads
-// W[r, i] for its output i (32 a block, so a row's read is one 128-byte piece) once per row and
-// adds it into the columns whose bits are set. The warps' sums meet in shared memory in a fixed
-// order: reproducible.
+// T with 2 to ROWS_T_COLS columns of events: only the active rows of S select rows of W (with
+// 10 columns at 1 %, a tenth of them). A first launch lists the active rows of each column of S
+// in order (kernels/events.cu: column c's at a.live + c * a.k, their count at a.spike_count[c]).
+// Each block takes 32 outputs (lane l output i, so a row's read is one 128-byte piece) and
+// every active (row, column) pair, one load of W[r, i] and one add each: the lists one after
+// the other, each of its 8 warps a run of an eighth of them (a column with most of the events
+// is shared as evenly as the others). The warps' sums meet in shared memory in a fixed order:
+// reproducible.
 #define ROWS_T_COLS 16
-#define ROWS_T_WINDOW 2048
-template <class T, class In> __device__ void rows_t(const Args& a) {
+template <class T> __device__ void rows_t(const Args& a) {
     typedef typename AccOf<T>::type A;
     __shared__ A part[4][ROWS_T_COLS][32];
+    __shared__ int first[ROWS_T_COLS + 1];  // column c's pairs: [first[c], first[c + 1])
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        first[0] = 0;
+        for (int c = 0; c < ROWS_T_COLS; c++) first[c + 1] = first[c] + (c < a.n ? a.spike_count[c] : 0);
+    }
+    __syncthreads();
     const int64_t i = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    const int pairs = first[ROWS_T_COLS];
+    const int run_begin = (int)((int64_t)pairs * threadIdx.y / 8), run_end = (int)((int64_t)pairs * (threadIdx.y + 1) / 8);
     A acc[ROWS_T_COLS];
 #pragma unroll
-    for (int c = 0; c < ROWS_T_COLS; c++) acc[c] = 0;
-    auto events = [&](int64_t r, int& index, unsigned& bits) {
-        const In* x = (const In*)a.x + r * a.ldx;
-        bits = 0;
-        for (int c = 0; c < a.n; c++) bits |= (unsigned)active(x[c]) << c;
-        index = (int)r;
-        return bits != 0;
-    };
-    block_lists<unsigned, ROWS_T_WINDOW>(a.k, events, [&](const int* rows, const unsigned* bits, int count) {
-        if (i >= a.m) return;
-#pragma unroll 4
-        for (int t = threadIdx.y; t < count; t += 8) {
-            const A w = w_at<T, A, true>(a, i, rows[t]);
-            const unsigned b = bits[t];
-#pragma unroll
-            for (int c = 0; c < ROWS_T_COLS; c++)
-                if ((b >> c) & 1u) acc[c] += w;
+    for (int c = 0; c < ROWS_T_COLS; c++) {
+        acc[c] = 0;
+        const int begin = max(run_begin, first[c]), end = min(run_end, first[c + 1]);
+        if (i < a.m && begin < end) {
+            const int* rows = a.live + c * a.k + (begin - first[c]);
+#pragma unroll 8  // eight pairs' loads in flight (4 and 16 measured the same or slower)
+            for (int t = 0; t < end - begin; t++) acc[c] += w_at<T, A, true>(a, i, rows[t]);
         }
-    });
+    }
     // warps 4-7 hand their sums to 0-3, then 2-3 to 0-1, then 1 to 0
 #pragma unroll
     for (int half = 4; half >= 1; half /= 2) {
@@ -591,9 +603,10 @@ template <class T, class In> __device__ void rows_t(const Args& a) {
     EVS_KERNEL(dense_mm_lists_n_##TN, (256), (lists_n<T, 128>))           \
     EVS_KERNEL(dense_mm_lists_n_narrow_##TN, (256), (lists_n<T, 64>))     \
     EVS_KERNEL(dense_mm_lists_t_##TN, (256), lists_t<T>)
-#define DENSE_ROWS_T(T, TN, In, InN) EVS_KERNEL(dense_mm_rows_t_##TN##_##InN, (256), (rows_t<T, In>))
-#define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV, T, TN) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) \
-    EVS_FOR_INPUTS(DENSE_ROWS_T, T, TN)
+#define DENSE_ROWS_T(T, TN) EVS_KERNEL(dense_mm_rows_t_##TN, (256), rows_t<T>)
+// mv reads float inputs of W's dtype, or spike lists (event vectors are listed first: src/cuda/ops.rs)
+#define DENSE_ALL(T, TN) DENSE_MV(T, TN, T, TN) DENSE_MV(T, TN, SpikeList, i32) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) \
+    DENSE_ROWS_T(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
 #define DENSE_WGMMA(T, TN) EVS_MAPS_KERNEL(dense_mm_wgmma_##TN, (DW_THREADS, 1), dense_wgmma_shapes<T>)
 DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)

@@ -1,20 +1,29 @@
 // Event compaction (SPEC §3.6): the sorted indices of active events into y, their count into
-// out2, without a host round trip, in one launch. Block b owns the spikes [b * a.n, (b + 1) *
-// a.n): it counts the actives before its slice itself (every block reads the spikes before
-// its own, at most COMPACT_BLOCKS_MAX of them, so no scratch and no inter-block wait), then
-// lists its slice's actives in order (common.cuh, list_active). The last block writes the count.
+// out2, without a host round trip, in one launch. The same kernel lists the active rows of each
+// column of an event matrix for the dense products and plasticity, which read the lists instead
+// of every event (src/cuda/ops.rs): column blockIdx.y (its a.m events a.ldx apart from
+// x + blockIdx.y) is listed at y + blockIdx.y * a.m, its count at out2[blockIdx.y]. Block
+// blockIdx.x owns the rows [blockIdx.x * a.n, (blockIdx.x + 1) * a.n): it counts the actives
+// before its slice itself (every block reads the events before its own, at most
+// COMPACT_BLOCKS_MAX slices of them, so no scratch and no inter-block wait), then lists its
+// slice's actives in order (common.cuh, list_live). The last block writes the count.
 #include "common.cuh"
 
 #define COMPACT_THREADS 1024
-#define COMPACT_RUN 4  // consecutive spikes a thread tests per tile, their loads in flight together
+#define COMPACT_RUN 4  // events a thread tests per tile, their loads in flight together
 
-// Actives among spikes [0, end), summed over the block (the same in every thread).
-template <class E> __device__ int64_t count_before(const Args& a, int64_t end) {
+// Actives among [0, end), summed over the block (the same in every thread).
+template <class Live> __device__ int64_t count_before(Live live, int64_t end) {
     __shared__ int64_t total;
     if (threadIdx.x == 0) total = 0;
     __syncthreads();
     int64_t mine = 0;
-    for (int64_t e = threadIdx.x; e < min(end, a.m); e += COMPACT_THREADS) mine += active(((const E*)a.x)[e]);
+    for (int64_t base = threadIdx.x; base < end; base += COMPACT_THREADS * COMPACT_RUN)
+#pragma unroll
+        for (int j = 0; j < COMPACT_RUN; j++) {
+            const int64_t e = base + j * COMPACT_THREADS;  // a tile's loads in flight together
+            mine += e < end && live(e);
+        }
     for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(0xffffffffu, mine, o);
     if ((threadIdx.x & 31) == 0 && mine) atomicAdd((unsigned long long*)&total, (unsigned long long)mine);
     __syncthreads();
@@ -22,10 +31,11 @@ template <class E> __device__ int64_t count_before(const Args& a, int64_t end) {
 }
 
 template <class E> __device__ void compact(const Args& a) {
-    const int64_t start = blockIdx.x * a.n, stop = min(a.m, start + a.n);
-    const int64_t before = count_before<E>(a, start);  // uniform across the block
-    const int64_t mine = list_active<COMPACT_THREADS, COMPACT_RUN>((const E*)a.x, 1, start, stop, (int*)a.y + before);
-    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) *(int*)a.out2 = (int)(before + mine);
+    const int64_t column = blockIdx.y, start = blockIdx.x * a.n, stop = min(a.m, start + a.n);
+    const auto live = active_events((const E*)a.x + column, a.ldx);
+    const int64_t before = count_before(live, start);  // uniform across the block
+    const int64_t mine = list_live<COMPACT_THREADS, COMPACT_RUN>(live, start, stop, (int*)a.y + column * a.m + before);
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) ((int*)a.out2)[column] = (int)(before + mine);
 }
 
 #define COMPACT(E, EN) EVS_KERNEL(compact_##EN, (COMPACT_THREADS), compact<E>)

@@ -18,38 +18,41 @@ template <class T, class Walk> struct AddTrace {
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
-// Dense W (m x k, in y). Each block lists the live neurons in shared memory
-// (Inputs<In>::each_listed), then pre adds trace[c] to the listed rows, a thread per column of
-// the block's 256 and the block's y index taking every gridDim.y-th listed row (each row's
-// stretch of W coalesced); post adds trace[i] to the listed columns of the block's
-// DENSE_POST_ROWS rows, a thread per (row, listed column) pair.
+// Dense W (m x k, in y), the live neurons in a spike list (an event vector is listed by a
+// first launch), read where it lies (broadcast loads, cached). Pre adds trace[c] to the listed
+// rows, a thread per column of the block's 256 and the block's y index taking every
+// gridDim.y-th listed row (each row's stretch of W coalesced); post adds trace[i] to the listed
+// columns of the block's DENSE_POST_ROWS rows, a thread per (row, listed column) pair.
 #define DENSE_POST_ROWS 32
-template <class T, class In> __device__ void dense_pre(const Args& a) {
+template <class T> __device__ void dense_pre(const Args& a) {
     typedef typename AccOf<T>::type A;
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const A delta = c < a.k ? A(to_f(((const T*)a.aux)[c])) : A(0);
-    Inputs<In>::template each_listed<A>(a, a.m, [&](const int* rows, const A*, int count) {
-        if (c < a.k)
-            for (int t = blockIdx.y; t < count; t += gridDim.y) clip_add((T*)a.y + rows[t] * a.ldy + c, delta, a);
-    });
+    if (c >= a.k) return;
+    const A delta = A(to_f(((const T*)a.aux)[c]));
+    const int count = (int)listed(a);
+#pragma unroll 4  // four rows' updates in flight
+    for (int t = blockIdx.y; t < count; t += gridDim.y) {
+        const int64_t r = listed_at(a, t, a.m);
+        if (r >= 0) clip_add((T*)a.y + r * a.ldy + c, delta, a);
+    }
 }
-template <class T, class In> __device__ void dense_post(const Args& a) {
+template <class T> __device__ void dense_post(const Args& a) {
     typedef typename AccOf<T>::type A;
     const T* trace = (const T*)a.aux;
     const int64_t i0 = (int64_t)blockIdx.x * DENSE_POST_ROWS;
-    const int rows = (int)min((int64_t)DENSE_POST_ROWS, a.m - i0);
-    Inputs<In>::template each_listed<A>(a, a.k, [&](const int* cols, const A*, int count) {
-        for (int q = threadIdx.x; q < rows * count; q += blockDim.x) {
-            const int64_t i = i0 + q / count;
-            clip_add((T*)a.y + i * a.ldy + cols[q % count], A(to_f(trace[i])), a);
-        }
-    });
+    const int rows = (int)min((int64_t)DENSE_POST_ROWS, a.m - i0), count = (int)listed(a);
+    for (int q = threadIdx.x; q < rows * count; q += blockDim.x) {
+        const int64_t i = i0 + q / count, c = listed_at(a, q % count, a.k);
+        if (c >= 0) clip_add((T*)a.y + i * a.ldy + c, A(to_f(trace[i])), a);
+    }
 }
 
 #define PLASTICITY(T, TN, E, EN)                                                                \
     EVS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>))   \
-    EVS_KERNEL(csr_post_##TN##_##EN, (256), (warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>))  \
-    EVS_KERNEL(dense_pre_##TN##_##EN, (256), (dense_pre<T, E>))                                \
-    EVS_KERNEL(dense_post_##TN##_##EN, (256), (dense_post<T, E>))
-#define PLASTICITY_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(PLASTICITY, T, TN)
+    EVS_KERNEL(csr_post_##TN##_##EN, (256), (warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>))
+// Dense rules read spike lists only: an event vector is listed first (src/cuda/ops.rs).
+#define DENSE_PLASTICITY(T, TN)                                                  \
+    EVS_KERNEL(dense_pre_##TN##_i32, (256), dense_pre<T>) \
+    EVS_KERNEL(dense_post_##TN##_i32, (256), dense_post<T>)
+#define PLASTICITY_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(PLASTICITY, T, TN) DENSE_PLASTICITY(T, TN)
 EVS_FOR_FLOATS(PLASTICITY_ALL)

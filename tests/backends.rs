@@ -575,7 +575,7 @@ fn dense_products_match_cpu() {
 }
 
 /// Dense mm T on events with 2 to 16 columns (and 17, past `active_rows`), every dtype and event
-/// kind, padded W, all-zero events included.
+/// kind, padded W and S (S's padding NaN: active if read as bool), all-zero events included.
 fn dense_few_columns_t_cases(p: &mut Pair) {
     for t in FLOATS {
         for (case, &e) in EVENTS.iter().enumerate() {
@@ -584,11 +584,12 @@ fn dense_few_columns_t_cases(p: &mut Pair) {
             let wv = p.values(k * m, 5);
             let w = p.padded(t, (k, m, ld), &wv);
             let sv = if case == 4 { vec![0.0; k * n] } else { p.events(e, k * n) };
-            let x = p.both(e, (2, k, n), &sv);
+            let x_ld = n + (case + 1) % 3;
+            let x = p.padded(e, (k, n, x_ld), &sv);
             let (alpha, beta) = scalars(p);
             let c = p.output(t, (2, m, n), beta);
-            let what = format!("dense T {} W {k}x{m} (ld {ld}) S {} x{n}", t.name(), e.name());
-            p.dense_events(Op::T, &what, &w, &x, &c, (alpha, beta));
+            let what = format!("dense T {} W {k}x{m} (ld {ld}) S {} x{n} (ld {x_ld})", t.name(), e.name());
+            p.dense_events(Op::T, &what, &w, &x.view, &c, (alpha, beta));
         }
     }
 }

@@ -163,20 +163,21 @@ algorithms! {
     /// Dense weights times events or floats.
     DenseMm = "dense_mm" {
         /// N with one column: a warp per output row (8 rows a block), reading W at the live
-        /// inputs that the block lists in shared memory.
+        /// inputs (events listed first by one launch into a per-stream scratch; floats listed
+        /// by each block in shared memory).
         MvRowWarp = "mv_row_warp" on Gpu,
         /// T with one column: blocks over output columns, their warps sharing the live input
-        /// rows that the block lists in shared memory.
+        /// rows (listed as for `mv_row_warp`).
         MvColumnBlocks = "mv_column_blocks" on Gpu,
         /// Any shape: 64 x 64 output tiles staged through shared memory.
         Tiled = "tiled" on Gpu,
         /// Events with n > 1: the active rows of each column of S listed per chunk of rows (a
         /// per-stream scratch), then W read once and only the active (row, column) pairs added.
         EventLists = "event_lists" on Gpu,
-        /// T on events with 2 to `DENSE_ROWS_T_COLS` columns: each block lists the rows of S
-        /// with any event (their events as bits), then reads each listed row of W once and adds
-        /// it into the columns whose bits are set; the block's warps share the rows and sum in
-        /// shared memory. Reproducible.
+        /// T on events with 2 to `DENSE_ROWS_T_COLS` columns: the active rows of each column
+        /// of S listed first (one launch, a per-stream scratch), then blocks of 32 outputs
+        /// whose warps share the listed (row, column) pairs, reading W only at their rows and
+        /// summing in shared memory in a fixed order. Reproducible.
         ActiveRows = "active_rows" on Gpu,
         /// N on events with n > 1 on Hopper's tensor cores (sm_90; f16, bf16, f32 W, TMA-aligned):
         /// the events as exact 0/1 (a per-stream scratch), W streamed once through TMA by a
@@ -497,13 +498,13 @@ pub fn yw2y_fits(alg: Yw2y, op: Op, stats: &CsrStats) -> bool {
     }
 }
 
-/// Columns of events up to which dense mm T lists the rows of S with any event (ROWS_T_COLS in
-/// kernels/dense.cu).
+/// Columns of events up to which dense mm T lists the active rows of each column of S
+/// (`active_rows`; ROWS_T_COLS in kernels/dense.cu).
 pub(crate) const DENSE_ROWS_T_COLS: usize = 16;
 
 /// Dense mv / mm on the GPU: one column runs the mv kernels; events with more columns run on
-/// the tensor cores where `tensor_cores` says they can (N), T with few columns lists the rows
-/// of S with any event, others list their active pairs (bench/NOTES.md, "Dense mm on events");
+/// the tensor cores where `tensor_cores` says they can (N), T with few columns lists the active
+/// rows of each column of S, others list their active pairs (bench/NOTES.md, "Dense mm on events");
 /// float inputs run the tiles.
 pub fn choose_dense_mm(op: Op, n: usize, kind: InputKind, tensor_cores: bool) -> DenseMm {
     match (op, n) {

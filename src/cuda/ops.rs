@@ -66,12 +66,29 @@ fn product_args(p: &Product) -> Args {
 /// A spike list as the input of a kernel (common.cuh, `SpikeList`): its indices in x, the
 /// capacity in `lines`, the device-side count in `spike_count`.
 fn list_args(list: SpikeList, args: Args) -> Args {
-    Args {
-        x: list.indices.buf.addr(),
-        ldx: 1,
-        lines: list.capacity() as i64,
-        spike_count: list.count.buf.addr(),
-        ..args
+    Listed { indices: list.indices.buf.addr(), count: list.count.buf.addr(), capacity: list.capacity() }
+        .as_spike_list(args)
+}
+
+/// A list of indices on the device (int32) with its device-side count: a caller's spike list,
+/// or the active rows of an event array that `list_event_columns` wrote (one list a column,
+/// `capacity` apart, their counts side by side).
+#[derive(Clone, Copy)]
+struct Listed {
+    indices: u64,
+    count: u64,
+    capacity: usize,
+}
+
+impl Listed {
+    /// As a kernel's spike-list input (x holds the indices).
+    fn as_spike_list(self, args: Args) -> Args {
+        Args { x: self.indices, ldx: 1, lines: self.capacity as i64, spike_count: self.count, ..args }
+    }
+
+    /// Beside the event array it lists (x stays the events; kernels read `live`).
+    fn beside(self, args: Args) -> Args {
+        Args { live: self.indices, lines: self.capacity as i64, spike_count: self.count, ..args }
     }
 }
 
@@ -463,7 +480,18 @@ pub fn dense_mm(
 ) -> Result<()> {
     let input =
         Args { x: x.buf.addr(), ldx: x.ld as i64, events: (kind == InputKind::Events) as i64, ..Args::default() };
-    launch_dense(s, alg, transposed, alpha, w, beta, c, (input, x.rows, x.dtype))
+    let launch = |input| launch_dense(s, alg, transposed, alpha, w, beta, c, input);
+    match alg {
+        DenseMm::MvRowWarp | DenseMm::MvColumnBlocks if kind == InputKind::Events => {
+            on_event_columns(s, input, (x.rows, 1, x.dtype), |listed| {
+                launch((listed.as_spike_list(Args::default()), x.rows, DType::I32))
+            })
+        }
+        DenseMm::ActiveRows => on_event_columns(s, input, (x.rows, x.cols, x.dtype), |listed| {
+            launch((listed.beside(input), x.rows, x.dtype))
+        }),
+        _ => launch((input, x.rows, x.dtype)),
+    }
 }
 
 /// Dense mv on a spike list: N, a warp per output row over the listed columns of W; T, blocks
@@ -509,19 +537,21 @@ fn launch_dense(
         ..input
     };
     let (m, n) = (c.rows as u64, c.cols as u64);
-    let (family, grid) = match alg {
+    let input = Some(input_dtype);
+    let (family, grid, input) = match alg {
         DenseMm::InputNonzeros | DenseMm::Gemm | DenseMm::Reference => return Err(cpu_only(alg)),
-        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::new((m.div_ceil(MV_ROWS), 1), (THREADS, 1))),
-        DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
+        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::new((m.div_ceil(MV_ROWS), 1), (THREADS, 1)), input),
+        DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(32), 1), (32, 8)), input),
         DenseMm::Tiled => {
             let family = if transposed { DENSE_MM_T } else { DENSE_MM_N };
-            (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)))
+            (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)), input)
         }
         DenseMm::EventLists => return event_lists(s, transposed, &args, input_dtype, w.dtype),
         DenseMm::Wgmma => return dense_wgmma(s, &args, w, input_dtype),
-        DenseMm::ActiveRows => (DENSE_MM_ROWS_T, Grid::new((m.div_ceil(32), 1), (32, 8))),
+        // reads the lists of S's columns (`on_event_columns`), not S
+        DenseMm::ActiveRows => (DENSE_MM_ROWS_T, Grid::new((m.div_ceil(32), 1), (32, 8)), None),
     };
-    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input_dtype))?, grid, &args)
+    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), input)?, grid, &args)
 }
 
 /// Rows of W a dense mv N block takes (MV_ROWS in kernels/dense.cu).
@@ -700,7 +730,6 @@ pub fn dense_plasticity(
         hi,
         ..Args::default()
     };
-    let (args, input) = spike_args(spikes, base);
     let (rows, cols) = (w.rows as u64, w.cols as u64);
     let grid = if post {
         Grid::new((rows.div_ceil(DENSE_POST_ROWS), 1), (THREADS, 1))
@@ -713,7 +742,14 @@ pub fn dense_plasticity(
         return Ok(());
     }
     let family = if post { DENSE_POST } else { DENSE_PRE };
-    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input))?, grid, &args)
+    let launch = |args: Args| gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(DType::I32))?, grid, &args);
+    match spikes {
+        Spikes::List(list) => launch(list_args(list, base)),
+        Spikes::Events(x) => {
+            let events = Args { x: x.buf.addr(), ldx: x.ld as i64, ..Args::default() };
+            on_event_columns(s, events, (x.rows, 1, x.dtype), |listed| launch(listed.as_spike_list(base)))
+        }
+    }
 }
 
 /// Whether B and A's values are aligned for the WMMA paths: B's columns and row stride multiples
@@ -807,21 +843,38 @@ const COMPACT_THREADS: usize = 1024;
 /// Event compaction in one launch, slices of the spikes per block; the count stays on the
 /// device.
 pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Result<()> {
+    let listed = Listed { indices: indices.buf.addr(), count: count.buf.addr(), capacity: spikes.rows };
+    list_event_columns(s, Args { x: spikes.buf.addr(), ldx: 1, ..Args::default() }, (1, spikes.dtype), listed)
+}
+
+/// The active rows of each of `columns` columns of an event array (x, ldx; `listed.capacity`
+/// rows), each column's in order, with their counts (kernels/events.cu: compaction is one
+/// column), in one launch with slices of the rows per block.
+fn list_event_columns(s: &Stream, events: Args, (columns, dtype): (usize, DType), listed: Listed) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let blocks = spikes.rows.div_ceil(COMPACT_SLICE_MIN).clamp(1, COMPACT_BLOCKS_MAX);
-    let slice = spikes.rows.div_ceil(blocks).next_multiple_of(COMPACT_THREADS).max(COMPACT_THREADS);
-    // rounding the slices up may leave the last blocks nothing: launch only those with spikes
-    let blocks = spikes.rows.div_ceil(slice).max(1);
-    let args = Args {
-        x: spikes.buf.addr(),
-        m: spikes.rows as i64,
-        n: slice as i64,
-        y: indices.buf.addr(),
-        out2: count.buf.addr(),
-        ..Args::default()
-    };
-    let grid = Grid::new((blocks as u64, 1), (COMPACT_THREADS as u32, 1));
-    gpu.launch(stream, gpu.kernel(COMPACT, Some(spikes.dtype), None)?, grid, &args)
+    let rows = listed.capacity;
+    let blocks = rows.div_ceil(COMPACT_SLICE_MIN).clamp(1, COMPACT_BLOCKS_MAX);
+    let slice = rows.div_ceil(blocks).next_multiple_of(COMPACT_THREADS).max(COMPACT_THREADS);
+    // rounding the slices up may leave the last blocks nothing: launch only those with rows
+    let blocks = rows.div_ceil(slice).max(1);
+    let args = Args { m: rows as i64, n: slice as i64, y: listed.indices, out2: listed.count, ..events };
+    let grid = Grid::new((blocks as u64, columns as u64), (COMPACT_THREADS as u32, 1));
+    gpu.launch(stream, gpu.kernel(COMPACT, Some(dtype), None)?, grid, &args)
+}
+
+/// `launch` on the active rows of each column of an event array (x, ldx; `rows` x `columns`),
+/// listed first into the stream's scratch (held until both launches are queued): the products
+/// and rules that read a few rows of W then skip the scan of every event in every block.
+fn on_event_columns(
+    s: &Stream,
+    events: Args,
+    (rows, columns, dtype): (usize, usize, DType),
+    launch: impl FnOnce(Listed) -> Result<()>,
+) -> Result<()> {
+    let scratch = scratch(s, 4 * columns * (rows + 1))?;
+    let listed = Listed { indices: scratch.ptr + 4 * columns as u64, count: scratch.ptr, capacity: rows };
+    list_event_columns(s, events, (columns, dtype), listed)?;
+    launch(listed)
 }
 
 /// Copies the cached CSC mirror into the caller's arrays, narrowing to int32 where asked.
