@@ -83,6 +83,23 @@ elif mode == "replays":
         C.fill_(float("nan")); bench.graphed(evs, f); torch.cuda.synchronize(); graphed = err()
         print(f"n={n} {str(dt)[6:]}: once {once}, 30 calls {again}, graph replays {graphed}", flush=True)
         del W, S, C
+elif mode == "race":
+    # how often N on the tensor cores goes wrong: calls checked one at a time, then the last of
+    # runs of 30 back-to-back calls
+    W, S, C, f = setup(10000, 10000, 100, torch.float32)
+    ref = W.double() @ S.double()
+    bad = lambda: ((C.double() - ref).norm() / ref.norm()).item() > 1e-6
+    calls, runs_n = int(os.environ.get("CALLS", "100")), int(os.environ.get("RUNS", "30"))
+    single = 0
+    for _ in range(calls):
+        C.fill_(float("nan")); f(); torch.cuda.synchronize(); single += bad()
+    runs = 0
+    for _ in range(runs_n):
+        C.fill_(float("nan"))
+        for _ in range(30):
+            f()
+        torch.cuda.synchronize(); runs += bad()
+    print(os.environ.get("TAG", ""), f"single calls wrong {single}/{calls}, runs of 30 wrong {runs}/{runs_n}", flush=True)
 elif mode == "time_t":
     out = []
     for n, dt in [(10, torch.float32), (100, torch.float32), (100, torch.float16)]:

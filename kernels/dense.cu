@@ -483,8 +483,11 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
             dense_stage<T, NT>(d, w_ring + sw * W_BYTES + g * 64 * 128, e_ring + se * E_BYTES,
                                    [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); });
             wgmma_commit();
-            // one group stays in flight: the previous step's wgmmas are done, free its slots
-            wgmma_wait<1>();
+            // the previous step's wgmmas are done: free its slots. f32 W waits for this step's
+            // too: its A fragments are registers the next step rewrites, and a wgmma still
+            // reading them read the next step's (PTX: undefined; 15 of 3,000 calls wrong at
+            // 10000² x 100, none with the wait, which costs nothing measurable: bench/NOTES.md)
+            wgmma_wait<sizeof(T) == 4 ? 0 : 1>();
             if (lane == 0 && kk > k0) {
                 if (sizeof(T) == 2) barrier_arrive(&w_empty[(t - 1) % W_STAGES]);
                 barrier_arrive(&e_empty[(t - 1) % E_STAGES]);

@@ -571,7 +571,34 @@ fn dense_products_match_cpu() {
         (0..2).for_each(|_| dense_cases(p));
         dense_tensor_core_cases(p);
         dense_few_columns_t_cases(p);
+        dense_repeats(p);
     });
+}
+
+/// Calls of one dense mm N on events repeated on the GPU. Every GPU path is reproducible, so
+/// each call must give the first one's bits; a race shows as a call that differs (f32 W on the
+/// tensor cores once let a wgmma read A fragments that the next stage had rewritten: 15 of
+/// 3,000 calls wrong at 10000² x 100, bench/NOTES.md).
+fn dense_repeats(p: &mut Pair) {
+    const REPEATS: usize = 500;
+    if !p.on_gpu() {
+        return;
+    }
+    let (m, k, n) = (2048, 8192, 100);
+    let upload_dev = |p: &mut Pair, t, shape, values: &[f64]| upload(&p.dev.0, &p.dev.1, t, shape, values);
+    let wv = p.values(m * k, 5);
+    let sv = p.events(DType::Bool, k * n);
+    let (w, x) = (upload_dev(p, DType::F32, (2, m, k), &wv), upload_dev(p, DType::Bool, (2, k, n), &sv));
+    let c = upload_dev(p, DType::F32, (2, m, n), &vec![f64::NAN; m * n]);
+    let call = |p: &Pair| ops::dense_mm(&p.dev.1, Op::N, InputKind::Events, 1.0, &w, &x, 0.0, &c, false);
+    if !p.ran("dense repeats", call(p)) {
+        return;
+    }
+    let first = read(&p.dev.1, &c);
+    for repeat in 1..=REPEATS {
+        call(p).unwrap();
+        assert!(read(&p.dev.1, &c) == first, "dense mm N W {m}x{k} f32 S x{n}: call {repeat} differs from the first");
+    }
 }
 
 /// Dense mm T on events with 2 to 16 columns (and 17, past `active_rows`), every dtype and event
