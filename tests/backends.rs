@@ -748,9 +748,10 @@ fn dense_cases(p: &mut Pair) {
     }
 }
 
-/// dense mv on a spike list (repeated neurons included) against the CPU reference.
+/// dense mv on a spike list (repeated neurons included, in random order) against the CPU
+/// reference; k up to past several of N's blocks of input rows on the CPU.
 fn dense_mv_spikes_case(p: &mut Pair, op: Op, t: DType) {
-    let (m, k) = (1 + p.rng.below(150), 1 + p.rng.below(150));
+    let (m, k) = (1 + p.rng.below(150), 1 + p.rng.below(1500));
     let wshape = if op == Op::N { (2, m, k) } else { (2, k, m) };
     let wv = p.values(m * k, 5);
     let w = p.both(t, wshape, &wv);

@@ -37,6 +37,10 @@ pub struct Nonzeros<A> {
     values: Vec<A>,
     /// Events as 0/1 values for the GEMM path.
     packed: Vec<A>,
+    /// N's blocks of input rows (`split_rows`): block b of column j is at
+    /// `block_start[b·n + j]..block_start[(b + 1)·n + j]`.
+    block_start: Vec<usize>,
+    block_rows: usize,
 }
 
 fn dense_mm_typed<T: Float>(st: &Stream, p: &DenseProduct) -> Result<()>
@@ -150,8 +154,29 @@ impl<A: Acc> Nonzeros<A> {
         self.start.truncate(n + 1);
     }
 
-    fn column(&self, j: usize) -> impl Iterator<Item = (usize, A)> + '_ {
-        (self.start[j]..self.start[j + 1]).map(|q| (self.rows[q] as usize, self.values[q]))
+    /// Splits each column's nonzeros at every `block_rows` input rows of [0, k) (one block of
+    /// all k where a column's rows are not ascending: a caller's unsorted spike list).
+    fn split_rows(&mut self, block_rows: usize, k: usize) {
+        let n = self.start.len() - 1;
+        let ascending = (0..n).all(|j| self.rows[self.start[j]..self.start[j + 1]].windows(2).all(|p| p[0] <= p[1]));
+        self.block_rows = if ascending { block_rows.max(1) } else { k.max(1) };
+        let blocks = k.div_ceil(self.block_rows);
+        self.block_start.clear();
+        for b in 0..=blocks {
+            let bound = (b * self.block_rows) as u32;
+            for j in 0..n {
+                let column = &self.rows[self.start[j]..self.start[j + 1]];
+                let first = if b == blocks { column.len() } else { column.partition_point(|&r| r < bound) };
+                self.block_start.push(self.start[j] + first);
+            }
+        }
+    }
+
+    /// The rows and values of column j's nonzeros in input-row block b.
+    fn block(&self, b: usize, j: usize) -> (&[u32], &[A]) {
+        let n = self.start.len() - 1;
+        let q = self.block_start[b * n + j]..self.block_start[(b + 1) * n + j];
+        (&self.rows[q.clone()], &self.values[q])
     }
 }
 
@@ -169,28 +194,67 @@ const ROWS_PER_TASK: usize = 64;
 /// (a single row's sum waits on the adder's latency at every nonzero).
 const ROWS_AT_ONCE: usize = 8;
 
-/// `Σ W[row, r] · v` over the nonzeros (r, v) of one input column, for `R` rows of W at once.
+/// Bytes of each of N's ROWS_AT_ONCE rows of W read per block of input rows: the block's 8 x 2
+/// KB stay in L1 while every column's nonzeros in it gather from them (whole rows, 8 x 8 KB at
+/// 2,000 columns, spilled to L2: bench/NOTES.md).
+const W_BLOCK_BYTES: usize = 2048;
+
+/// `sums[t] += W[row t, r] · v` over the nonzeros (r, v) of one input column in one block of
+/// input rows starting at r0, for `R` rows of W at once (`w_rows`: the block's part of each).
 #[inline(always)]
 fn gather_rows<T: Float, const R: usize>(
     w_rows: &[&[T]; R],
-    column: impl Iterator<Item = (usize, T::Acc)>,
-) -> [T::Acc; R] {
-    let mut sums = [T::Acc::ZERO; R];
-    for (r, v) in column {
+    (rows, values): (&[u32], &[T::Acc]),
+    r0: usize,
+    sums: &mut [T::Acc],
+) {
+    let mut acc: [T::Acc; R] = std::array::from_fn(|t| sums[t]);
+    for (&r, &v) in rows.iter().zip(values) {
+        let r = r as usize - r0;
         for t in 0..R {
-            sums[t] = sums[t] + w_rows[t][r].to_acc() * v;
+            acc[t] = acc[t] + w_rows[t][r].to_acc() * v;
         }
     }
-    sums
+    sums[..R].copy_from_slice(&acc);
+}
+
+/// N for the output rows i..i + R: the input rows a block at a time, every column's sums of
+/// the R rows kept in `sums` (R per column) and blended into C at the end.
+fn n_rows<'w, T: Float + 'w, const R: usize>(
+    nz: &Nonzeros<T::Acc>,
+    w_row: impl Fn(usize) -> &'w [T],
+    i: usize,
+    sums: &mut Vec<T::Acc>,
+    mut store: impl FnMut(usize, usize, T::Acc),
+) {
+    let n = nz.start.len() - 1;
+    sums.clear();
+    sums.resize(R * n, T::Acc::ZERO);
+    let rows: [&[T]; R] = std::array::from_fn(|t| w_row(i + t));
+    let k = rows[0].len();
+    for (b, r0) in (0..k).step_by(nz.block_rows).enumerate() {
+        let r1 = (r0 + nz.block_rows).min(k);
+        let w_rows: [&[T]; R] = std::array::from_fn(|t| &rows[t][r0..r1]);
+        for j in 0..n {
+            gather_rows::<T, R>(&w_rows, nz.block(b, j), r0, &mut sums[j * R..]);
+        }
+    }
+    for j in 0..n {
+        (0..R).for_each(|t| store(i + t, j, sums[j * R + t]));
+    }
 }
 
 /// `C = alpha·op(W)·S + beta·C` over S's nonzeros. N: each output row i gathers `W[i, r]` at the
 /// rows r of a column's nonzeros (W's row i stays in L1). T: output column j adds the rows
 /// `W[r, :]` of its nonzeros into an accumulator, with the machine's SIMD width.
-fn nonzero_product<T: Float>(st: &Stream, nz: &Nonzeros<T::Acc>, p: &DenseProduct)
+fn nonzero_product<T: Float>(st: &Stream, nz: &mut Nonzeros<T::Acc>, p: &DenseProduct)
 where
     T::Acc: PerThread,
 {
+    if p.op == Op::N {
+        nz.split_rows(W_BLOCK_BYTES / std::mem::size_of::<T>(), p.w.cols);
+    }
+    let nz = &*nz;
     let (w, c) = (p.w, p.c);
     let (m, n) = (c.rows, c.cols);
     let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
@@ -204,24 +268,19 @@ where
         Op::N => {
             let task = |t: usize| {
                 let rows = t * ROWS_PER_TASK..((t + 1) * ROWS_PER_TASK).min(m);
-                let (mut i, end) = (rows.start, rows.end);
                 // SAFETY (out.part): task t alone writes output rows t·ROWS_PER_TASK.. (see above).
-                let c_row = |i: usize| unsafe { out.part(i * c.ld, i * c.ld + n) };
+                let store =
+                    |i: usize, j: usize, v| blend.store(&mut unsafe { out.part(i * c.ld + j, i * c.ld + j + 1) }[0], v);
                 // a W without columns spans no memory at all
                 let w_row = |i: usize| ws.get(i * w.ld..).map_or(&[][..], |row| &row[..w.cols]);
-                while i + ROWS_AT_ONCE <= end {
-                    let w_rows: [&[T]; ROWS_AT_ONCE] = std::array::from_fn(|t| w_row(i + t));
-                    for j in 0..n {
-                        let sums = gather_rows::<T, ROWS_AT_ONCE>(&w_rows, nz.column(j));
-                        (0..ROWS_AT_ONCE).for_each(|t| blend.store(&mut c_row(i + t)[j], sums[t]));
+                T::Acc::with_column(|sums| {
+                    let mut i = rows.start;
+                    while i + ROWS_AT_ONCE <= rows.end {
+                        n_rows::<T, ROWS_AT_ONCE>(nz, w_row, i, sums, store);
+                        i += ROWS_AT_ONCE;
                     }
-                    i += ROWS_AT_ONCE;
-                }
-                for i in i..end {
-                    for j in 0..n {
-                        blend.store(&mut c_row(i)[j], gather_rows::<T, 1>(&[w_row(i)], nz.column(j))[0]);
-                    }
-                }
+                    (i..rows.end).for_each(|i| n_rows::<T, 1>(nz, w_row, i, sums, store));
+                })
             };
             let tasks = m.div_ceil(ROWS_PER_TASK);
             if parallel {
