@@ -236,28 +236,23 @@ template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
     return below;
 }
 
-// The items e of [start, stop) where live(e), listed in order into out, by a block of THREADS
-// threads; returns how many. A tile gives each thread RUN consecutive items (their loads in
-// flight together) and one block scan places the live ones.
-template <int THREADS, int RUN, class Live>
-__device__ int64_t list_live(Live live, int64_t start, int64_t stop, int* out) {
+// The active events among [start, stop) (event e at x[e * ldx]) listed in order into out, by a
+// block of THREADS threads; returns how many. A tile gives each thread RUN consecutive events
+// (their loads in flight together) and one block scan places the actives.
+template <int THREADS, int RUN, class E>
+__device__ int64_t list_active(const E* x, int64_t ldx, int64_t start, int64_t stop, int* out) {
     int64_t listed = 0;
     for (int64_t base = start; base < stop; base += THREADS * RUN) {
         const int64_t first = base + threadIdx.x * RUN;
-        unsigned found = 0;  // bit j: item first + j
+        unsigned live = 0;  // bit j: event first + j
 #pragma unroll
-        for (int j = 0; j < RUN; j++) found |= (unsigned)(first + j < stop && live(first + j)) << j;
+        for (int j = 0; j < RUN; j++) live |= (unsigned)(first + j < stop && active(x[(first + j) * ldx])) << j;
         int total;
-        int at = block_exclusive_sum<THREADS>(__popc(found), &total);
-        for (; found; found &= found - 1) out[listed + at++] = (int)(first + __ffs(found) - 1);
+        int at = block_exclusive_sum<THREADS>(__popc(live), &total);
+        for (; live; live &= live - 1) out[listed + at++] = (int)(first + __ffs(live) - 1);
         listed += total;
     }
     return listed;
-}
-
-// live(e) for list_live: event e of x (ldx apart) is active.
-template <class E> __device__ __forceinline__ auto active_events(const E* x, int64_t ldx) {
-    return [=](int64_t e) { return active(x[e * ldx]); };
 }
 
 // The live inputs of a block's candidates as a list in shared memory, a window of WINDOW

@@ -6,14 +6,14 @@
 // blockIdx.x owns the rows [blockIdx.x * a.n, (blockIdx.x + 1) * a.n): it counts the actives
 // before its slice itself (every block reads the events before its own, at most
 // COMPACT_BLOCKS_MAX slices of them, so no scratch and no inter-block wait), then lists its
-// slice's actives in order (common.cuh, list_live). The last block writes the count.
+// slice's actives in order (common.cuh, list_active). The last block writes the count.
 #include "common.cuh"
 
 #define COMPACT_THREADS 1024
 #define COMPACT_RUN 4  // events a thread tests per tile, their loads in flight together
 
-// Actives among [0, end), summed over the block (the same in every thread).
-template <class Live> __device__ int64_t count_before(Live live, int64_t end) {
+// Active events among [0, end) of x (ldx apart), summed over the block (the same in every thread).
+template <class E> __device__ int64_t count_before(const E* x, int64_t ldx, int64_t end) {
     __shared__ int64_t total;
     if (threadIdx.x == 0) total = 0;
     __syncthreads();
@@ -22,7 +22,7 @@ template <class Live> __device__ int64_t count_before(Live live, int64_t end) {
 #pragma unroll
         for (int j = 0; j < COMPACT_RUN; j++) {
             const int64_t e = base + j * COMPACT_THREADS;  // a tile's loads in flight together
-            mine += e < end && live(e);
+            mine += e < end && active(x[e * ldx]);
         }
     for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(0xffffffffu, mine, o);
     if ((threadIdx.x & 31) == 0 && mine) atomicAdd((unsigned long long*)&total, (unsigned long long)mine);
@@ -32,9 +32,9 @@ template <class Live> __device__ int64_t count_before(Live live, int64_t end) {
 
 template <class E> __device__ void compact(const Args& a) {
     const int64_t column = blockIdx.y, start = blockIdx.x * a.n, stop = min(a.m, start + a.n);
-    const auto live = active_events((const E*)a.x + column, a.ldx);
-    const int64_t before = count_before(live, start);  // uniform across the block
-    const int64_t mine = list_live<COMPACT_THREADS, COMPACT_RUN>(live, start, stop, (int*)a.y + column * a.m + before);
+    const E* x = (const E*)a.x + column;
+    const int64_t before = count_before(x, a.ldx, start);  // uniform across the block
+    const int64_t mine = list_active<COMPACT_THREADS, COMPACT_RUN>(x, a.ldx, start, stop, (int*)a.y + column * a.m + before);
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) ((int*)a.out2)[column] = (int)(before + mine);
 }
 
