@@ -29,13 +29,27 @@
 #define BLOCK_WARPS 8
 #define WARP_COLS 64
 
-// One warp, one output element (n = 1): lanes stride over the entries, then a warp sum.
+// One warp, one output element (n = 1): lanes stride over the entries, then a warp sum. A lane
+// takes its next WARP_MV_BATCH entries at once: their indices' loads in flight together, then
+// their inputs' (one entry at a time, each waited for two dependent loads in turn; 8 at once
+// held more registers for rows of 80-200: bench/NOTES.md, "Batched loads in warp_mv").
+#define WARP_MV_BATCH 4
 template <class T, class In, class Walk> __device__ void warp_mv(const Args& a, int64_t i) {
     typedef typename AccOf<T>::type A;
+    constexpr int BATCH = WARP_MV_BATCH;
+    const int64_t end = Walk::end(a, i);
     A acc = 0;
-    for (int64_t p = Walk::begin(a, i) + lane_id(); p < Walk::end(a, i); p += 32) {
-        A v = input<A>((const In*)a.x, Walk::source(a, p) * a.ldx, a.events);
-        if (v != A(0)) acc += weight<T, A>(a, Walk::entry(a, p)) * v;
+    for (int64_t p0 = Walk::begin(a, i) + lane_id(); p0 < end; p0 += 32 * BATCH) {
+        // positions past the row's end read its last entry again (no predicate to wait on), unused
+        int64_t source[BATCH];
+        A v[BATCH];
+#pragma unroll
+        for (int q = 0; q < BATCH; q++) source[q] = Walk::source(a, min(p0 + 32 * q, end - 1));
+#pragma unroll
+        for (int q = 0; q < BATCH; q++) v[q] = input<A>((const In*)a.x, source[q] * a.ldx, a.events);
+#pragma unroll
+        for (int q = 0; q < BATCH; q++)
+            if (p0 + 32 * q < end && v[q] != A(0)) acc += weight<T, A>(a, Walk::entry(a, p0 + 32 * q)) * v[q];
     }
     acc = warp_sum(acc);
     if (lane_id() == 0) blend((T*)a.y + i * a.ldy, acc, a);
