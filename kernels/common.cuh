@@ -167,12 +167,14 @@ template <class In> struct Inputs {
     }
     // each_listed: block_lists over the live inputs r < limit (the whole block calls it).
     template <class A, class F> __device__ static void each_listed(const Args& a, int64_t limit, F f);
-    template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
+    // `blocks`: the first blocks of the grid that share the candidates (the others call it not).
+    template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f, int64_t blocks = 0) {
         __shared__ unsigned live[EACH_LINE_THREADS / 32];
         __shared__ A values[EACH_LINE_THREADS];
         const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-        const int64_t cover = (limit + gridDim.x - 1) / gridDim.x, run = cover < blockDim.x ? cover : blockDim.x;
-        for (int64_t base = blockIdx.x * run; base < limit; base += gridDim.x * run) {
+        if (blocks == 0) blocks = gridDim.x;
+        const int64_t cover = (limit + blocks - 1) / blocks, run = cover < blockDim.x ? cover : blockDim.x;
+        for (int64_t base = blockIdx.x * run; base < limit; base += blocks * run) {
             const int64_t r = base + threadIdx.x;
             const A v = threadIdx.x < run && r < limit ? value<A>(((const In*)a.x)[r * a.ldx], a.events) : A(0);
             const unsigned ballot = __ballot_sync(0xffffffffu, v != A(0));

@@ -34,7 +34,8 @@
 // their inputs' (one entry at a time, each waited for two dependent loads in turn; 8 at once
 // held more registers for rows of 80-200: bench/NOTES.md, "Batched loads in warp_mv").
 #define WARP_MV_BATCH 4
-template <class T, class In, class Walk> __device__ void warp_mv(const Args& a, int64_t i) {
+// ONTO_SCALED: y was scaled by beta already (csc_events), so the sum adds onto it.
+template <class T, class In, class Walk, bool ONTO_SCALED = false> __device__ void warp_mv(const Args& a, int64_t i) {
     typedef typename AccOf<T>::type A;
     constexpr int BATCH = WARP_MV_BATCH;
     const int64_t end = Walk::end(a, i);
@@ -52,7 +53,10 @@ template <class T, class In, class Walk> __device__ void warp_mv(const Args& a, 
             if (p0 + 32 * q < end && v[q] != A(0)) acc += weight<T, A>(a, Walk::entry(a, p0 + 32 * q)) * v[q];
     }
     acc = warp_sum(acc);
-    if (lane_id() == 0) blend((T*)a.y + i * a.ldy, acc, a);
+    if (lane_id() != 0) return;
+    T* slot = (T*)a.y + i * a.ldy;
+    if (ONTO_SCALED) put(slot, A(a.alpha) * acc + A(to_f(*slot)));
+    else blend(slot, acc, a);
 }
 
 // One thread, one output element (n = 1) or one row of outputs, walking the entries alone.
@@ -305,6 +309,48 @@ template <class T, class Walk> struct AddInto {
         atomicAdd((T*)a.y + e.target * a.ldy, T(a.alpha) * v * e.w);
     }
 };
+
+// N on an event vector (csc_scatter, f32/f64), two launches. The census scales y by beta (as
+// `scale`) and counts the active events, a count per block into a.out2. Then every block of
+// csc_events (a warp per row) sums those a.lines counts and takes the same branch: where the
+// active columns are few (under k / CSC_SCATTER_SHARE, so under that share of the entries for
+// columns of equal length), its first a.n_chunks blocks walk the active columns' entries along
+// the CSC mirror (common.cuh, each_line) and add alpha * w into y with atomics, as on a spike
+// list; else each warp gathers its row as warp_per_row does, onto the scaled y. The count never
+// reaches the host.
+#define CENSUS_THREADS 256
+#define CSC_SCATTER_SHARE 8
+
+// A thread per element of y and of x where the grid covers them (at most CENSUS_BLOCKS_MAX
+// blocks, src/cuda/ops.rs): one round of loads.
+template <class T, class In> __device__ void census(const Args& a) {
+    const int64_t stride = (int64_t)gridDim.x * CENSUS_THREADS, first = (int64_t)blockIdx.x * CENSUS_THREADS + threadIdx.x;
+    if (a.beta != 1.0)
+        for (int64_t i = first; i < a.m; i += stride) scale_slot((T*)a.y + i * a.ldy, a);
+    int live = 0;
+    for (int64_t e = first; e < a.k; e += stride) live += active(((const In*)a.x)[e * a.ldx]);
+    int total;
+    block_exclusive_sum<CENSUS_THREADS>(live, &total);
+    if (threadIdx.x == 0) ((int*)a.out2)[blockIdx.x] = total;
+}
+
+template <class T, class In> __device__ void csc_events(const Args& a) {
+    int counted = 0, live;
+    for (int64_t b = threadIdx.x; b < a.lines; b += BLOCK_THREADS) counted += ((const int*)a.out2)[b];
+    block_exclusive_sum<BLOCK_THREADS>(counted, &live);
+    if ((int64_t)live * CSC_SCATTER_SHARE < a.k) {
+        // the first a.n_chunks blocks share the columns (more only wait on their prologue)
+        if (blockIdx.x >= a.n_chunks) return;
+        Inputs<In>::template each_line<T>(a, a.k, [&](int64_t c, T v, int64_t part, int64_t parts) {
+            line_entries(CscWalk::begin(a, c), CscWalk::end(a, c), part, parts, [&](int64_t p) {
+                atomicAdd((T*)a.y + CscWalk::source(a, p) * a.ldy, T(a.alpha) * v * weight<T, T>(a, CscWalk::entry(a, p)));
+            });
+        }, a.n_chunks);
+    } else {
+        const int64_t i = warp_id();  // a warp per row, as warp_per_row
+        if (i < a.m) warp_mv<T, In, CsrWalk, true>(a, i);
+    }
+}
 
 // T with n columns, one warp per (CSR row, 32 columns); the warp skips rows with no live input.
 template <class T, class In> __device__ void scatter_mm(const Args& a) {
@@ -743,6 +789,12 @@ EVS_FOR_INPUTS(SCATTER, float, f32)
 EVS_FOR_INPUTS(SCATTER, double, f64)
 EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, float, f32)
 EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, double, f64)
+// N on event vectors: the census, then the active columns along the CSC mirror or the rows.
+#define CSC_EVENTS(T, TN, In, InN)                                             \
+    EVS_KERNEL(census_##TN##_##InN, (CENSUS_THREADS), (census<T, In>))        \
+    KERNEL(spmv_csc_events_##TN##_##InN, (csc_events<T, In>))
+EVS_FOR_INPUTS(CSC_EVENTS, float, f32)
+EVS_FOR_INPUTS(CSC_EVENTS, double, f64)
 // N on spike lists: a warp per listed column, along the CSC mirror.
 KERNEL(spmv_csc_scatter_f32_i32, (warp_per_line<SpikeList, CscWalk, AddInto<float, CscWalk>>))
 KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<double, CscWalk>>))

@@ -118,9 +118,9 @@ pub fn spmm(
     match (&s.ctx.backend, op) {
         (Backend::Cpu(_), _) => cpu::spmm(s, op, &product),
         (Backend::Cuda(_), Op::N) => {
-            let chosen = plan::choose_spmm_n(&profile.stats, y.cols, kind, &s.ctx.device_info());
+            let chosen = plan::choose_spmm_n(&profile.stats, y.cols, kind, a.dtype, &s.ctx.device_info());
             let fits = |alg| match alg {
-                plan::SpmmN::CscScatter => false, // the GPU's reads spike lists only
+                plan::SpmmN::CscScatter => kind == InputKind::Events && y.cols == 1 && plan::can_scatter(a.dtype),
                 plan::SpmmN::EventBits => kind == InputKind::Events && !vector,
                 plan::SpmmN::NonzeroLists => kind == InputKind::Float && !vector,
                 _ => true,

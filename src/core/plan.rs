@@ -117,7 +117,9 @@ algorithms! {
         NonzeroLists = "nonzero_lists" on Gpu,
         /// Columns with live input (events, spike lists) spread their entries onto the output
         /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
-        /// thread; GPU: spike lists, a warp per listed column, with atomics, f32/f64).
+        /// thread; GPU, f32/f64, with atomics: a warp per listed column of a spike list; an
+        /// event vector is counted first, and where its active columns are not few the same
+        /// launch gathers the rows instead, decided on the device).
         CscScatter = "csc_scatter" on Both,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
@@ -313,10 +315,17 @@ fn skewed(lines: &LengthStats) -> bool {
 /// Floats gather: `nonzero_lists` wins only where B is mostly zeros (1.2-1.4x at 128 and 256
 /// columns and 10 %), which the host does not know, and loses up to 1.5x on dense B
 /// (bench/NOTES.md, "spmm on mostly-zero floats").
-pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, _dev: &DeviceInfo) -> SpmmN {
+/// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror where they
+/// are few, which the device decides from its count (`csc_scatter`): 10000² x 200/row at 0.1 %
+/// and 1 %, 5.0-5.4 and 5.6-5.8 graph µs against 6.1 and 6.7 for warp_per_row, which reads
+/// every index; at 20 % (the rows gathered after the count) 10.5 against 7.7 (bench/NOTES.md,
+/// "spmv N on events along the CSC mirror").
+pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
     if skewed(rows) {
         SpmmN::LengthClasses
+    } else if kind == InputKind::Events && n == 1 && can_scatter(dtype) {
+        SpmmN::CscScatter
     } else if kind == InputKind::Events && n > 1 {
         SpmmN::EventBits
     } else if n == 1 && rows.max <= SPMM_N.thread_row_max {
@@ -682,17 +691,18 @@ mod tests {
     fn spmm_n_picks_by_row_lengths() {
         let uniform = stats(&[1000; 1000]);
         let float = InputKind::Float;
-        assert_eq!(choose_spmm_n(&uniform, 128, float, &H100), SpmmN::WarpPerRow);
-        assert_eq!(choose_spmm_n(&uniform, 128, InputKind::Events, &H100), SpmmN::EventBits);
-        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&uniform, 128, float, DType::F32, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&uniform, 128, InputKind::Events, DType::F32, &H100), SpmmN::EventBits);
+        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::BF16, &H100), SpmmN::WarpPerRow);
         let short = stats(&[3, 0, 8, 5]);
-        assert_eq!(choose_spmm_n(&short, 1, float, &H100), SpmmN::ThreadPerRow);
-        assert_eq!(choose_spmm_n(&short, 64, float, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&short, 1, float, DType::F32, &H100), SpmmN::ThreadPerRow);
+        assert_eq!(choose_spmm_n(&short, 64, float, DType::F32, &H100), SpmmN::WarpPerRow);
         let mut skewed = vec![50; 10_000];
         skewed[7] = 20_000;
         for n in [1, 64] {
             for kind in [float, InputKind::Events] {
-                assert_eq!(choose_spmm_n(&stats(&skewed), n, kind, &H100), SpmmN::LengthClasses);
+                assert_eq!(choose_spmm_n(&stats(&skewed), n, kind, DType::F32, &H100), SpmmN::LengthClasses);
             }
         }
     }

@@ -43,6 +43,8 @@ families! {
     SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
     SPMM_SCATTER = "spmm_scatter",
     SPMV_CSC_SCATTER = "spmv_csc_scatter",
+    CENSUS = "census",
+    SPMV_CSC_EVENTS = "spmv_csc_events",
     SPMV_T_SLICES = "spmv_t_slices",
     LIVE_ROWS = "live_rows",
     SPMM_N_BITS = "spmm_n_bits",

@@ -185,7 +185,8 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
     let args = product_args(p);
     let vector = n == 1;
     match alg {
-        SpmmN::RowRanges | SpmmN::CscScatter | SpmmN::Reference => Err(cpu_only(alg)),
+        SpmmN::RowRanges | SpmmN::Reference => Err(cpu_only(alg)),
+        SpmmN::CscScatter => csc_events(s, p, args),
         SpmmN::ThreadPerRow => {
             let grid = Grid::new(((a.m as u64).div_ceil(THREADS as u64), 1), (THREADS, 1));
             gpu.launch(stream, gpu.kernel(SPMM_N_THREAD, t, input)?, grid, &args)
@@ -322,6 +323,35 @@ fn nonzero_lists(s: &Stream, family: Family, p: &Product, args: Args, lines: usi
     let packed = PackedB { kernel: LIST_NONZEROS, tiles, ldaux: tiles, row_bytes: tiles * NONZERO_SLOT_BYTES };
     through_packed_b(s, p, args, packed, (family, lines, NONZERO_COLS))
 }
+
+/// spmv N on an event vector (f32/f64, `csc_scatter`): the census scales y by beta and counts
+/// the events per block into the stream's scratch; then one launch reads the counts and walks
+/// the active columns along the CSC mirror where they are few, else gathers the rows
+/// (kernels/sparse.cu, "N on an event vector"). The count stays on the device.
+fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (a, t, input) = (p.a, Some(p.a.dtype), Some(p.x.dtype));
+    let elements = a.m.max(a.k) as u64;
+    let blocks = elements.div_ceil(CENSUS_THREADS as u64).clamp(1, CENSUS_BLOCKS_MAX);
+    let counts = scratch(s, 4 * blocks as usize)?;
+    let args = Args { out2: counts.ptr, lines: blocks as i64, ..with_csc(s, a, args)? };
+    gpu.launch(stream, gpu.kernel(CENSUS, t, input)?, Grid::new((blocks, 1), (CENSUS_THREADS, 1)), &args)?;
+    // a warp per row for the gather; the first blocks of one wave share the active columns
+    let grid = warp_grid(a.m.max(1), 1);
+    let scatter_blocks = line_blocks(gpu, a.k).blocks.0.min(gpu.multiprocessors as u64 * CSC_EVENTS_BLOCKS_PER_SM);
+    let args = Args { n_chunks: scatter_blocks.clamp(1, grid.blocks.0) as i64, ..args };
+    gpu.launch(stream, gpu.kernel(SPMV_CSC_EVENTS, t, input)?, grid, &args)
+}
+
+/// Blocks per SM of `csc_events` that share the active columns (the rest exit): 4 measured
+/// best of 2, 4 and 8 at 10000² x 200/row (bench/NOTES.md, "spmv N on events along the CSC
+/// mirror").
+const CSC_EVENTS_BLOCKS_PER_SM: u64 = 4;
+
+/// The census's blocks (kernels/sparse.cu): a thread per element of y and of x, at most this
+/// many blocks (whose counts every block of the next launch sums).
+const CENSUS_THREADS: u32 = 256;
+const CENSUS_BLOCKS_MAX: u64 = 1024;
 
 /// spmv N on a spike list (f32/f64): a warp per listed column along the CSC mirror
 /// (`csc_scatter`) after scaling y by beta.
