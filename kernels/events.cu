@@ -10,20 +10,35 @@
 #include "common.cuh"
 
 #define COMPACT_THREADS 1024
-#define COMPACT_RUN 4  // events a thread tests per tile, their loads in flight together
+#define COMPACT_RUN 4     // events a thread tests per tile of its slice, their loads in flight together
+#define COUNT_BATCH 16    // events a thread counts at once before its slice: loads with no predicate
 
-// Active events among [0, end) of x (ldx apart), summed over the block (the same in every thread).
+// Active events among [0, end) of x (ldx apart), summed over the block (the same in every
+// thread), in batches of COUNT_BATCH x COMPACT_THREADS events, every load of a batch issued
+// before any is tested (with a test per load the compiler kept 5 in flight: the last block of
+// 500,000 events counted 3x slower).
 template <class E> __device__ int64_t count_before(const E* x, int64_t ldx, int64_t end) {
+    constexpr int64_t BATCH_EVENTS = (int64_t)COUNT_BATCH * COMPACT_THREADS;
     __shared__ int64_t total;
     if (threadIdx.x == 0) total = 0;
     __syncthreads();
     int64_t mine = 0;
-    for (int64_t base = threadIdx.x; base < end; base += COMPACT_THREADS * COMPACT_RUN)
+    const int64_t batched = end / BATCH_EVENTS * BATCH_EVENTS;
+    for (int64_t base = threadIdx.x; base < end; base += BATCH_EVENTS) {
+        E v[COUNT_BATCH];
+        if (base < batched) {
 #pragma unroll
-        for (int j = 0; j < COMPACT_RUN; j++) {
-            const int64_t e = base + j * COMPACT_THREADS;  // a tile's loads in flight together
-            mine += e < end && active(x[e * ldx]);
+            for (int j = 0; j < COUNT_BATCH; j++) v[j] = x[(base + j * COMPACT_THREADS) * ldx];
+        } else {  // the last, partial batch
+#pragma unroll
+            for (int j = 0; j < COUNT_BATCH; j++) {
+                const int64_t e = base + j * COMPACT_THREADS;
+                v[j] = e < end ? x[e * ldx] : E(0);
+            }
         }
+#pragma unroll
+        for (int j = 0; j < COUNT_BATCH; j++) mine += active(v[j]);
+    }
     for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(0xffffffffu, mine, o);
     if ((threadIdx.x & 31) == 0 && mine) atomicAdd((unsigned long long*)&total, (unsigned long long)mine);
     __syncthreads();
