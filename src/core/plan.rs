@@ -315,6 +315,7 @@ fn skewed(lines: &LengthStats) -> bool {
 /// Floats gather: `nonzero_lists` wins only where B is mostly zeros (1.2-1.4x at 128 and 256
 /// columns and 10 %), which the host does not know, and loses up to 1.5x on dense B
 /// (bench/NOTES.md, "spmm on mostly-zero floats").
+///
 /// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror where they
 /// are few, which the device decides from its count (`csc_scatter`): 10000² x 200/row at 0.1 %
 /// and 1 %, 5.0-5.4 and 5.6-5.8 graph µs against 6.1 and 6.7 for warp_per_row, which reads
