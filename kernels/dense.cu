@@ -37,34 +37,109 @@ template <class T, class In> __device__ void mv_n(const Args& a) {
     }
 }
 
-// T, n = 1: 32 outputs per block (consecutive columns of W, so loads coalesce), the listed
-// input rows split among the block's 8 warps and summed through shared memory. A spike list is
-// read where it lies (each index is a broadcast load, cached), not staged.
+// T, n = 1, in one launch: a block owns MV_T_COLS consecutive outputs (a lane MV_T_LANE_COLS
+// of them: one 16-byte load of an f32 row of W where aligned), its warps share the live input
+// rows, and their sums meet in shared memory in warp order (reproducible). A spike list is read
+// where it lies; an event or float vector is listed by the block itself, a window of
+// MV_T_WINDOW inputs at a time (16 consecutive a thread, one block scan), so no listing launch
+// comes before. A block reads k inputs and the live rows' stretches of its outputs: the rows
+// the events select, once.
+#define MV_T_THREADS 512
+#define MV_T_WARPS (MV_T_THREADS / 32)
+#define MV_T_LANE_COLS 4
+#define MV_T_COLS (32 * MV_T_LANE_COLS)
+#define MV_T_ROWS_AT_ONCE 8  // listed rows a warp loads at once (half for f64 W: no spills)
+#define MV_T_RUN 32          // inputs a thread tests per window: 16,384 a window, in one round
+#define MV_T_WINDOW (MV_T_THREADS * MV_T_RUN)
+
+// Bits of the live inputs among the 16 from x[e0] (bit j: input e0 + j): 16-byte loads where
+// they are contiguous and aligned, one load each otherwise.
+template <class A, class In> __device__ unsigned live16(const Args& a, int64_t e0) {
+    constexpr int PER_LOAD = 16 / sizeof(In);
+    const In* x = (const In*)a.x;
+    unsigned bits = 0;
+    if (a.ldx == 1 && e0 + 16 <= a.k && (uintptr_t)(x + e0) % 16 == 0) {
+        Run<In, PER_LOAD> v[16 / PER_LOAD];
+#pragma unroll
+        for (int q = 0; q < 16 / PER_LOAD; q++) v[q] = ((const Run<In, PER_LOAD>*)(x + e0))[q];
+#pragma unroll
+        for (int j = 0; j < 16; j++) bits |= (unsigned)(value<A>(v[j / PER_LOAD].v[j % PER_LOAD], a.events) != A(0)) << j;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < a.k && value<A>(x[(e0 + j) * a.ldx], a.events) != A(0)) << j;
+    }
+    return bits;
+}
+
+// Adds W's row r at this lane's outputs [c, c + MV_T_LANE_COLS), times v, into acc.
+template <class T, class A> struct RowStretch {
+    Run<T, MV_T_LANE_COLS> w;
+    __device__ void load(const Args& a, int64_t r, int64_t c, bool vector) {
+        const T* row = (const T*)a.aux + r * a.ldaux + c;
+        if (vector && c + MV_T_LANE_COLS <= a.m) w = *(const Run<T, MV_T_LANE_COLS>*)row;
+        else
+            for (int j = 0; j < MV_T_LANE_COLS; j++) w.v[j] = c + j < a.m ? row[j] : T(0);
+    }
+    __device__ void add(A* acc, A v) const {
+#pragma unroll
+        for (int j = 0; j < MV_T_LANE_COLS; j++) acc[j] += A(to_f(w.v[j])) * v;
+    }
+};
+
 template <class T, class In> __device__ void mv_t(const Args& a) {
     typedef typename AccOf<T>::type A;
-    __shared__ A part[8][32];
-    const int64_t i = (int64_t)blockIdx.x * 32 + threadIdx.x;
-    A acc = 0;
-    if constexpr (std::is_same<In, SpikeList>::value) {
-        const int count = (int)listed(a);
-        if (i < a.m)
-#pragma unroll 4  // four rows' loads in flight
-            for (int t = threadIdx.y; t < count; t += 8) {
-                const int64_t r = listed_at(a, t, a.k);
-                if (r >= 0) acc += w_at<T, A, true>(a, i, r);
+    // the live inputs of a window, from its start; then the warps' sums
+    __shared__ __align__(16) unsigned short window[MV_T_WINDOW];
+    static_assert(sizeof(window) >= sizeof(A[MV_T_WARPS][MV_T_COLS]), "the sums fit where the window was");
+    A(*part)[MV_T_COLS] = (A(*)[MV_T_COLS])window;
+    const int warp = threadIdx.x / 32, lane = lane_id();
+    const int64_t c = (int64_t)blockIdx.x * MV_T_COLS + lane * MV_T_LANE_COLS;
+    const bool vector = (uintptr_t)a.aux % sizeof(Run<T, MV_T_LANE_COLS>) == 0 && a.ldaux % MV_T_LANE_COLS == 0;
+    A acc[MV_T_LANE_COLS] = {};
+    // rows row(t) (-1: none) of t < count, a warp taking every MV_T_WARPS-th, times value(r)
+    auto add_rows = [&](int count, auto row, auto value) {
+        constexpr int AT_ONCE = MV_T_ROWS_AT_ONCE / (sizeof(T) / 4 > 1 ? 2 : 1);
+        for (int t0 = warp; t0 < count; t0 += MV_T_WARPS * AT_ONCE) {
+            RowStretch<T, A> w[AT_ONCE];
+            A v[AT_ONCE];
+#pragma unroll
+            for (int u = 0; u < AT_ONCE; u++) {
+                const int t = t0 + u * MV_T_WARPS;
+                const int64_t r = t < count ? row(t) : -1;
+                v[u] = r >= 0 ? value(r) : A(0);
+                if (r >= 0) w[u].load(a, r, c, vector);
             }
+#pragma unroll
+            for (int u = 0; u < AT_ONCE; u++)
+                if (v[u] != A(0)) w[u].add(acc, v[u]);
+        }
+    };
+    if constexpr (std::is_same<In, SpikeList>::value) {
+        add_rows((int)listed(a), [&](int t) { return listed_at(a, t, a.k); }, [](int64_t) { return A(1); });
     } else {
-        Inputs<In>::template each_listed<A>(a, a.k, [&](const int* rows, const A* values, int count) {
-            if (i < a.m)
-#pragma unroll 4  // four rows' loads in flight
-                for (int t = threadIdx.y; t < count; t += 8) acc += w_at<T, A, true>(a, i, rows[t]) * values[t];
-        });
+        for (int64_t base = 0; base < a.k; base += MV_T_WINDOW) {
+            constexpr int HALVES_AT_ONCE = sizeof(In) < 8 ? 2 : 1;  // f64 inputs: fewer spills
+            unsigned live = 0;
+#pragma unroll HALVES_AT_ONCE
+            for (int h = 0; h < 2; h++) live |= live16<A, In>(a, base + threadIdx.x * MV_T_RUN + 16 * h) << (16 * h);
+            int count;
+            int at = block_exclusive_sum<MV_T_THREADS>(__popc(live), &count);
+            for (; live; live &= live - 1) window[at++] = (unsigned short)(threadIdx.x * MV_T_RUN + __ffs(live) - 1);
+            __syncthreads();
+            add_rows(count, [&](int t) { return base + window[t]; },
+                     [&](int64_t r) { return a.events ? A(1) : A(to_f(((const In*)a.x)[r * a.ldx])); });
+            __syncthreads();  // the next window overwrites this one's list
+        }
     }
-    part[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();  // the window's last readers are done
+#pragma unroll
+    for (int j = 0; j < MV_T_LANE_COLS; j++) part[warp][lane * MV_T_LANE_COLS + j] = acc[j];
     __syncthreads();
-    if (threadIdx.y == 0 && i < a.m) {
-        for (int s = 1; s < 8; s++) acc += part[s][threadIdx.x];
-        blend((T*)a.y + i * a.ldy, acc, a);
+    const int64_t i = (int64_t)blockIdx.x * MV_T_COLS + threadIdx.x;
+    if (threadIdx.x < MV_T_COLS && i < a.m) {
+        A sum = part[0][threadIdx.x];
+        for (int w = 1; w < MV_T_WARPS; w++) sum += part[w][threadIdx.x];
+        blend((T*)a.y + i * a.ldy, sum, a);
     }
 }
 
@@ -596,9 +671,8 @@ template <class T> __device__ void rows_t(const Args& a) {
             if (c < a.n) blend((T*)a.y + i * a.ldy + c, acc[c], a);
 }
 
-#define DENSE_MV(T, TN, In, InN)                                    \
-    EVS_KERNEL(dense_mv_n_##TN##_##InN, (256), (mv_n<T, In>)) \
-    EVS_KERNEL(dense_mv_t_##TN##_##InN, (256), (mv_t<T, In>))
+#define DENSE_MV_N(T, TN, In, InN) EVS_KERNEL(dense_mv_n_##TN##_##InN, (256), (mv_n<T, In>))
+#define DENSE_MV_T(T, TN, In, InN) EVS_KERNEL(dense_mv_t_##TN##_##InN, (MV_T_THREADS), (mv_t<T, In>))
 #define DENSE_MM(T, TN, In, InN)                                           \
     EVS_KERNEL(dense_mm_n_##TN##_##InN, (256), (mm<T, In, false>)) \
     EVS_KERNEL(dense_mm_t_##TN##_##InN, (256), (mm<T, In, true>))
@@ -607,9 +681,10 @@ template <class T> __device__ void rows_t(const Args& a) {
     EVS_KERNEL(dense_mm_lists_n_narrow_##TN, (256), (lists_n<T, 64>))     \
     EVS_KERNEL(dense_mm_lists_t_##TN, (256), lists_t<T>)
 #define DENSE_ROWS_T(T, TN) EVS_KERNEL(dense_mm_rows_t_##TN, (256), rows_t<T>)
-// mv reads float inputs of W's dtype, or spike lists (event vectors are listed first: src/cuda/ops.rs)
-#define DENSE_ALL(T, TN) DENSE_MV(T, TN, T, TN) DENSE_MV(T, TN, SpikeList, i32) EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) \
-    DENSE_ROWS_T(T, TN)
+// mv N reads float inputs of W's dtype, or spike lists (event vectors are listed first:
+// src/cuda/ops.rs); mv T reads every input kind itself
+#define DENSE_ALL(T, TN) DENSE_MV_N(T, TN, T, TN) DENSE_MV_N(T, TN, SpikeList, i32) EVS_FOR_SPIKE_INPUTS(DENSE_MV_T, T, TN) \
+    EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) DENSE_ROWS_T(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
 #define DENSE_WGMMA(T, TN) EVS_MAPS_KERNEL(dense_mm_wgmma_##TN, (DW_THREADS, 1), dense_wgmma_shapes<T>)
 DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)

@@ -168,8 +168,9 @@ algorithms! {
         /// inputs (events listed first by one launch into a per-stream scratch; floats listed
         /// by each block in shared memory).
         MvRowWarp = "mv_row_warp" on Gpu,
-        /// T with one column: blocks over output columns, their warps sharing the live input
-        /// rows (listed as for `mv_row_warp`).
+        /// T with one column: blocks of 128 output columns, their warps sharing the live input
+        /// rows, in one launch (each block lists an event or float vector itself; a spike list
+        /// is read where it lies).
         MvColumnBlocks = "mv_column_blocks" on Gpu,
         /// Any shape: 64 x 64 output tiles staged through shared memory.
         Tiled = "tiled" on Gpu,
