@@ -316,7 +316,8 @@ template <class T, class Walk> struct AddInto {
 // active columns are few (under k / CSC_SCATTER_SHARE, so under that share of the entries for
 // columns of equal length), its first a.n_chunks blocks walk the active columns' entries along
 // the CSC mirror (common.cuh, each_line) and add alpha * w into y with atomics, as on a spike
-// list; else each warp gathers its row as warp_per_row does, onto the scaled y. The count never
+// list; else the warps gather rows as warp_per_row does, onto the scaled y (one wave of blocks,
+// its warps striding over the rows: every block sums the counts first). The count never
 // reaches the host.
 #define CENSUS_THREADS 256
 #define CSC_SCATTER_SHARE 8
@@ -347,8 +348,7 @@ template <class T, class In> __device__ void csc_events(const Args& a) {
             });
         }, a.n_chunks);
     } else {
-        const int64_t i = warp_id();  // a warp per row, as warp_per_row
-        if (i < a.m) warp_mv<T, In, CsrWalk, true>(a, i);
+        for (int64_t i = warp_id(); i < a.m; i += warps_in_grid()) warp_mv<T, In, CsrWalk, true>(a, i);
     }
 }
 

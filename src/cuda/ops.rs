@@ -336,12 +336,20 @@ fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
     let counts = scratch(s, 4 * blocks as usize)?;
     let args = Args { out2: counts.ptr, lines: blocks as i64, ..with_csc(s, a, args)? };
     gpu.launch(stream, gpu.kernel(CENSUS, t, input)?, Grid::new((blocks, 1), (CENSUS_THREADS, 1)), &args)?;
-    // a warp per row for the gather; the first blocks of one wave share the active columns
+    // one wave of warps for the gather; its first blocks share the active columns
     let grid = warp_grid(a.m.max(1), 1);
+    let grid =
+        Grid { blocks: (grid.blocks.0.min(gpu.multiprocessors as u64 * CSC_EVENTS_WAVE_BLOCKS_PER_SM), 1), ..grid };
     let scatter_blocks = line_blocks(gpu, a.k).blocks.0.min(gpu.multiprocessors as u64 * CSC_EVENTS_BLOCKS_PER_SM);
     let args = Args { n_chunks: scatter_blocks.clamp(1, grid.blocks.0) as i64, ..args };
     gpu.launch(stream, gpu.kernel(SPMV_CSC_EVENTS, t, input)?, grid, &args)
 }
+
+/// Blocks per SM of `csc_events`' one wave: 6 of its 256 threads and 40 registers fit. Every
+/// block first sums the census's counts, so a warp per row (50,000 blocks at 400,000 rows)
+/// cost 68 µs where the spike list takes 4.7 (bench/NOTES.md, "spmv on event vectors through a
+/// bitmask").
+const CSC_EVENTS_WAVE_BLOCKS_PER_SM: u64 = 6;
 
 /// Blocks per SM of `csc_events` that share the active columns (the rest exit): 4 measured
 /// best of 2, 4 and 8 at 10000² x 200/row (bench/NOTES.md, "spmv N on events along the CSC
