@@ -294,6 +294,29 @@ def bench_spmv(evs, tab, quick):
         a.close()
 
 
+def spmv_n_event_rows(evs, tab, a, At, per_row, rate):
+    """spmv N on an event vector and on its spike list (A m x m, hetero f32) beside torch's CSR
+    product on float spikes."""
+    m = At.shape[0]
+    spikes = torch.rand(m, device="cuda") < rate
+    y = torch.empty(m, device="cuda")
+    hs, hy = evs.dense(spikes), evs.dense(y)
+    xs = spikes.float()
+    ref = At @ xs
+    ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, hs, hy, op=OP_N, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
+                   lambda plan: check(f"spmv N events {plan}", y, ref), graph=True)
+    base = timed(lambda: At @ xs)
+    label = f"{m:,}² ×{per_row}/row, {rate * 100:g}% active"
+    tab.add(f"spmv N events {label}", ours, "torch CSR @ float spikes", base, csr_bytes(m, At.values().numel()) + m + 4 * m)
+    spikes_list, list_tensors = spike_list(evs, hs, m)
+    a.analyse(evs.stream)
+    ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, spikes_list, hy, op=OP_N, stream=evs.stream),
+                   lambda plan: check(f"spmv N spike list {plan}", y, ref), graph=True)
+    active_entries = int(spikes.sum()) * per_row  # the active columns' entries: rows, weights, y
+    tab.add(f"spmv N spike list {label}", ours, "torch CSR @ float spikes",
+            base, 4 * int(spikes.sum()) + 16 * active_entries + 4 * m)
+
+
 def spike_list(evs, spikes_handle, n):
     """The spike list of a bool spike vector (by evsparse.compact_events) on wrapped handles, and
     their tensors (which the caller keeps alive while it uses the list)."""
@@ -339,23 +362,15 @@ def bench_spmv_events(evs, tab, quick):
     crow, col = random_csr(m, m, per_row)
     w = torch.rand(col.numel(), device="cuda")
     a = evs.csr(m, m, crow, col, w)
-    spikes = torch.rand(m, device="cuda") < 0.01
-    y = torch.empty(m, device="cuda")
-    hs, hy = evs.dense(spikes), evs.dense(y)
-    At, xs = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m)), spikes.float()
-    ref = At @ xs
-    ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, hs, hy, op=OP_N, events=EVENTS, alpha=1.0, beta=0.0, stream=evs.stream),
-                   lambda plan: check(f"spmv N events {plan}", y, ref), graph=True)
-    base = timed(lambda: At @ xs)
-    tab.add(f"spmv N events {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
-            base, csr_bytes(m, col.numel()) + m + 4 * m)
-    spikes_list, list_tensors = spike_list(evs, hs, m)
-    a.analyse(evs.stream)
-    ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, spikes_list, hy, op=OP_N, stream=evs.stream),
-                   lambda plan: check(f"spmv N spike list {plan}", y, ref), graph=True)
-    active_entries = int(spikes.sum()) * per_row  # the active columns' entries: rows, weights, y
-    tab.add(f"spmv N spike list {m}² ×{per_row}/row, 1% active", ours, "torch CSR @ float spikes",
-            base, 4 * int(spikes.sum()) + 16 * active_entries + 4 * m)
+    At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m))
+    spmv_n_event_rows(evs, tab, a, At, per_row, 0.01)
+    crow_l, col_l = random_csr(400000, 400000, 80)
+    w_l = torch.rand(col_l.numel(), device="cuda")
+    a_l = evs.csr(400000, 400000, crow_l, col_l, w_l)
+    spmv_n_event_rows(evs, tab, a_l, torch.sparse_csr_tensor(crow_l.long(), col_l.long(), w_l, (400000, 400000)), 80, 0.005)
+    a_l.close()
+    del crow_l, col_l, w_l
+    torch.cuda.empty_cache()
     # spmm on events: B 10000 x 128 bool, 10 % active, N and T (torch multiplies floats)
     B = torch.rand(m, 128, device="cuda") < 0.10
     Cm = torch.empty(m, 128, device="cuda")
