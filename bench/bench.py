@@ -307,14 +307,14 @@ def spmv_n_event_rows(evs, tab, a, At, per_row, rate):
                    lambda plan: check(f"spmv N events {plan}", y, ref), graph=True)
     base = timed(lambda: At @ xs)
     label = f"{m:,}² ×{per_row}/row, {rate * 100:g}% active"
-    tab.add(f"spmv N events {label}", ours, "torch CSR @ float spikes", base, csr_bytes(m, At.values().numel()) + m + 4 * m)
+    active_entries = int(spikes.sum()) * per_row  # the active columns' entries: rows, weights, y
+    moved = 16 * active_entries + 4 * m  # what must move beside the input: as on the spike list
+    tab.add(f"spmv N events {label}", ours, "torch CSR @ float spikes", base, m + moved)
     spikes_list, list_tensors = spike_list(evs, hs, m)
     a.analyse(evs.stream)
     ours = measure(evs, "spmm_n", lambda: evsparse.spmv(a, spikes_list, hy, op=OP_N, stream=evs.stream),
                    lambda plan: check(f"spmv N spike list {plan}", y, ref), graph=True)
-    active_entries = int(spikes.sum()) * per_row  # the active columns' entries: rows, weights, y
-    tab.add(f"spmv N spike list {label}", ours, "torch CSR @ float spikes",
-            base, 4 * int(spikes.sum()) + 16 * active_entries + 4 * m)
+    tab.add(f"spmv N spike list {label}", ours, "torch CSR @ float spikes", base, 4 * int(spikes.sum()) + moved)
 
 
 def spike_list(evs, spikes_handle, n):
