@@ -41,7 +41,7 @@ template <class T, class In> __device__ void mv_n(const Args& a) {
 // of them: one 16-byte load of an f32 row of W where aligned), its warps share the live input
 // rows, and their sums meet in shared memory in warp order (reproducible). A spike list is read
 // where it lies; an event or float vector is listed by the block itself, a window of
-// MV_T_WINDOW inputs at a time (16 consecutive a thread, one block scan), so no listing launch
+// MV_T_WINDOW inputs at a time (MV_T_RUN consecutive a thread, one block scan), so no listing launch
 // comes before. A block reads k inputs and the live rows' stretches of its outputs: the rows
 // the events select, once.
 #define MV_T_THREADS 512

@@ -345,10 +345,10 @@ fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
     gpu.launch(stream, gpu.kernel(SPMV_CSC_EVENTS, t, input)?, grid, &args)
 }
 
-/// Blocks per SM of `csc_events`' one wave: 6 of its 256 threads and 40 registers fit. Every
+/// Blocks per SM of `csc_events`' one wave: 6 blocks of 256 threads at 40 registers fit. Every
 /// block first sums the census's counts, so a warp per row (50,000 blocks at 400,000 rows)
-/// cost 68 µs where the spike list takes 4.7 (bench/NOTES.md, "spmv on event vectors through a
-/// bitmask").
+/// cost 68 µs where the spike list takes 4.7 (bench/NOTES.md, "`csc_scatter` on event vectors:
+/// one wave of blocks").
 const CSC_EVENTS_WAVE_BLOCKS_PER_SM: u64 = 6;
 
 /// Blocks per SM of `csc_events` that share the active columns (the rest exit): 4 measured
