@@ -4,6 +4,7 @@
 // tile, 64 x 256 and 128 x 128 tiles), kept to try changes on. Checked against a plain f32
 // kernel, timed in TFLOP/s of useful FLOPs. Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_bsr_wgmma.cu -lcuda -o /tmp/p && /tmp/p
+#define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
 
 #include <cuda.h>

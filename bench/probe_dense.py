@@ -2,7 +2,8 @@
 # GPU machine, EVS_LIBRARY set): `sweep` checks errors against float64 over shapes;
 # `time` prints event and graph µs per call of a few shapes (and torch's read of W); `time_t` the
 # same for T (the plan's choice); `time_small` mv N / T, T with 10 columns and dense plasticity
-# pre / post on W 10000² f32 at 1 % (the plan's choices, results checked; ONCE=1: untimed, for ncu); `ncu` runs one call each of f32 and f16 W 10000² x 100 at 1 %
+# pre / post on W 10000² f32 at 1 % (the plan's choices, results checked; ONCE=1: untimed, for
+# ncu); `ncu` runs two calls each of f32 and f16 W 10000² and f32 5000², n = 100 at 1 %
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -20,8 +21,8 @@ def times(f):
     return "untimed" if once else f"{bench.timed(f) * 1e3:.1f} / {bench.graphed(evs, f) * 1e3:.1f} graph"
 evs.force("dense_mm:auto" if mode in ("time_t", "time_small") else "dense_mm:wgmma")
 if mode == "ncu":
-    for dt in (torch.float32, torch.float16):
-        W, S, C, f = setup(10000, 10000, 100, dt)
+    for m, dt in [(10000, torch.float32), (10000, torch.float16), (5000, torch.float32)]:
+        W, S, C, f = setup(m, m, 100, dt)
         f(); f(); torch.cuda.synchronize()
 elif mode == "time":
     out = []

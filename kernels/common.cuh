@@ -27,7 +27,9 @@ __device__ __forceinline__ void wait_for_prior_grids() {
 
 // Read by the host when it loads the module (src/cuda/driver.rs): 1 where the image the driver
 // picked for this device has the waits above, so launches may overlap their predecessors.
-#if __CUDA_ARCH__ >= 900
+// Standalone probes that borrow these headers (bench/probe_*.cu, EVS_PROBE) load no module.
+#if defined(EVS_PROBE)
+#elif __CUDA_ARCH__ >= 900
 extern "C" __device__ int evs_kernels_wait_for_prior_grids = 1;
 #else
 extern "C" __device__ int evs_kernels_wait_for_prior_grids = 0;
