@@ -372,7 +372,7 @@ template <class T> __device__ void lists_t(const Args& a) {
 #define DW_BOX 64                  // columns of E per TMA box: 128 bytes
 #define DW_K_STEP 64               // columns of W a step: one 128-byte TMA box of f16/bf16, two of f32
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
-#define DW_E_RING (64 * 1024)      // E's ring at most (2 to 4 stages); W's takes the rest
+#define DW_E_RING (96 * 1024)      // E's ring at most (2 to 6 stages); W's takes the rest
 #define DW_THREADS 384
 
 // E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread; and
@@ -423,9 +423,15 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
 // d[1]. The tensor cores' sums truncate what falls below their accumulator's last bit: sums of
 // the 8-bit large parts alone stay exact, and the small parts' truncation is 2^-8 smaller (one
 // accumulator for all three: 2.7e-6 relative error against float64 at 10000² x 100, 1 %).
-// `loaded()` runs once f32 W's fragments are in registers.
-template <class T, int NT, class F>
-__device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded) {
+// One wgmma group stays in flight: f16/bf16 commit a stage as one group, f32 each k16 slice,
+// so that the next slice's split overlaps this one's MMAs. A slice's part registers are written
+// again only by the same slice of the next stage, whose group is long complete (PTX forbids
+// writing the A registers of a pending wgmma; with a group a stage in flight, the next stage's
+// split once overwrote them: bench/NOTES.md). `loaded()` runs once f32 W's fragments are in
+// registers, `previous_done()` once the previous stage's wgmmas are complete.
+template <class T, int NT, class F, class G>
+__device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded,
+                                            G previous_done) {
     using namespace hopper;
     constexpr int SLICES = DW_K_STEP / 16, BOX_SLICES = 128 / sizeof(T) / 16;
     auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, DW_K_STEP * 128, 1024); };
@@ -433,9 +439,13 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
     auto w_box = [&](int kq) { return w + kq / BOX_SLICES * DW_ROWS * 128; };
     auto w_col = [&](int kq) { return kq % BOX_SLICES * 16 * (int)sizeof(T); };
     if constexpr (sizeof(T) == 2) {
+        wgmma_fence();
 #pragma unroll
         for (int kq = 0; kq < SLICES; kq++)
             wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
+        wgmma_commit();
+        wgmma_wait<1>();
+        previous_done();
     } else {
         const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4;
         auto at = [&](int kq, int row, int col) {
@@ -458,9 +468,13 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
             for (int q = 0; q < 3; q++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) part[q][j] = split_bf16(v[kq][j]);
+            wgmma_fence();  // the parts, written here, are read by the wgmmas
             wgmma_m64k16<bf16, NT>(d[1], part[2], b_desc(kq));
             wgmma_m64k16<bf16, NT>(d[1], part[1], b_desc(kq));
             wgmma_m64k16<bf16, NT>(d[0], part[0], b_desc(kq));
+            wgmma_commit();
+            wgmma_wait<1>();
+            if (kq == 0) previous_done();
         }
     }
 }
@@ -476,7 +490,7 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
     using namespace hopper;
     constexpr int BOX_COLS = 128 / sizeof(T), WB = DW_K_STEP / BOX_COLS, W_BYTES = WB * DW_ROWS * 128;
     constexpr int E_BYTES = NT / DW_BOX * DW_K_STEP * 128;
-    constexpr int E_STAGES = DW_E_RING / E_BYTES < 2 ? 2 : DW_E_RING / E_BYTES > 4 ? 4 : DW_E_RING / E_BYTES;
+    constexpr int E_STAGES = DW_E_RING / E_BYTES < 2 ? 2 : DW_E_RING / E_BYTES > 6 ? 6 : DW_E_RING / E_BYTES;
     constexpr int W_STAGES = (DW_RING_BYTES - E_STAGES * E_BYTES) / W_BYTES;
     constexpr int REGS = NT / 2;                    // accumulators a thread
     constexpr int SETS = sizeof(T) == 4 ? 2 : 1;    // accumulator sets (f32: large and small parts)
@@ -541,6 +555,12 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
     auto slot = [&](int64_t c, int64_t tile) {
         return workspace + (2 * c + (tile == share_start(c, all_units) / all_steps ? 0 : 1)) * PART;
     };
+    // frees step u's slots once its wgmmas are done (f32 W's slot is freed earlier, in registers)
+    auto release = [&](int64_t u) {
+        if (lane != 0) return;
+        if (sizeof(T) == 2) barrier_arrive(&w_empty[u % W_STAGES]);
+        barrier_arrive(&e_empty[u % E_STAGES]);
+    };
     int64_t t = 0;
     each_segment(all_steps, all_units, [&](int64_t tile, int64_t k0, int64_t k1) {
         float d[SETS][REGS];
@@ -552,27 +572,13 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
             const int sw = t % W_STAGES, se = t % E_STAGES;
             barrier_wait(&w_full[sw], (t / W_STAGES) & 1);
             barrier_wait(&e_full[se], (t / E_STAGES) & 1);
-            wgmma_fence();
-            // f32 W frees its slot once in registers (after dense_stage's loads), f16/bf16 once
-            // its wgmmas are done
-            dense_stage<T, NT>(d, w_ring + sw * W_BYTES + g * 64 * 128, e_ring + se * E_BYTES,
-                                   [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); });
-            wgmma_commit();
-            // the previous step's wgmmas are done: free its slots. f32 W waits for this step's
-            // too: its A fragments are registers the next step rewrites, and a wgmma still
-            // reading them read the next step's (PTX: undefined; 15 of 3,000 calls wrong at
-            // 10000² x 100, none with the wait, which costs nothing measurable: bench/NOTES.md)
-            wgmma_wait<sizeof(T) == 4 ? 0 : 1>();
-            if (lane == 0 && kk > k0) {
-                if (sizeof(T) == 2) barrier_arrive(&w_empty[(t - 1) % W_STAGES]);
-                barrier_arrive(&e_empty[(t - 1) % E_STAGES]);
-            }
+            dense_stage<T, NT>(
+                d, w_ring + sw * W_BYTES + g * 64 * 128, e_ring + se * E_BYTES,
+                [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); },
+                [&] { if (kk > k0) release(t - 1); });
         }
         wgmma_wait<0>();
-        if (lane == 0) {
-            if (sizeof(T) == 2) barrier_arrive(&w_empty[(t - 1) % W_STAGES]);
-            barrier_arrive(&e_empty[(t - 1) % E_STAGES]);
-        }
+        release(t - 1);
         if constexpr (sizeof(T) == 4) {
 #pragma unroll
             for (int i = 0; i < REGS; i++) d[0][i] += d[1][i];
