@@ -639,39 +639,65 @@ fn scatter_in_place<T: Float, G: Lines>(g: &G, live: &LiveRows<T::Acc>, p: &Prod
 const CACHED_OUTPUT_BYTES: usize = 256 << 10;
 
 /// scatter_in_place's loop, `FETCH`: the output element (and a scattered weight) `AHEAD`
-/// entries on asked for while one adds.
+/// entries on asked for while one adds. The weight of an entry is read by a function chosen
+/// once per call (one scalar, or the entry's own), so that the loop over a line holds no test
+/// of the weights' kind nor of the input's width: 400,000 neurons x 80, 0.5 % spiking, one
+/// thread, 370 -> 305 µs a call (bench/NOTES.md).
 fn add_in_place<T: Float, G: Lines, const FETCH: bool>(
     g: &G,
     live: &LiveRows<T::Acc>,
     p: &Product,
     out: &mut [T],
 ) -> Result<()> {
-    let (y, n) = (p.y, live.n);
-    let (w, alpha) = (EntryWeights::<T>::of(p.a), T::Acc::cast(p.alpha));
+    let w = EntryWeights::<T>::of(p.a);
+    match w {
+        EntryWeights::Homo(h) => add_lines::<T, G, FETCH>(g, live, p, out, &w, |_| h),
+        EntryWeights::Hetero(ws) => add_lines::<T, G, FETCH>(g, live, p, out, &w, |pos| ws[g.weight(pos)].to_acc()),
+    }
+    Ok(())
+}
+
+/// add_in_place for one kind of weights: `weight(pos)` is the weight of the entry at `pos`.
+#[inline(always)]
+fn add_lines<T: Float, G: Lines, const FETCH: bool>(
+    g: &G,
+    live: &LiveRows<T::Acc>,
+    p: &Product,
+    out: &mut [T],
+    w: &EntryWeights<T>,
+    weight: impl Fn(usize) -> T::Acc,
+) {
+    let (ld, n, alpha) = (p.y.ld, live.n, T::Acc::cast(p.alpha));
     for (i, (&r, values)) in live.rows.iter().zip(live.values.chunks(n.max(1))).enumerate() {
-        fetch_live_line(g, &w, live, i + ROWS_AHEAD);
+        fetch_live_line(g, w, live, i + ROWS_AHEAD);
         let span = g.offset(r as usize)..g.offset(r as usize + 1);
         let mut ahead = g.across_run((span.start + AHEAD).min(span.end)..span.end);
-        for (pos, c) in span.clone().zip(g.across_run(span)) {
+        let mut fetch_ahead = |out: &[T], pos: usize| {
             if FETCH {
                 if let Some(next) = ahead.next() {
-                    prefetch_element(&out[next * y.ld]);
+                    prefetch_element(&out[next * ld]);
                     if G::SCATTERED_WEIGHTS {
                         w.prefetch(g.weight(pos + AHEAD));
                     }
                 }
             }
-            let aw = alpha * w.at(g.weight(pos));
-            if n == 1 {
-                let o = &mut out[c * y.ld];
-                *o = T::from_acc(o.to_acc() + aw * values[0]);
-            } else {
-                let dst = &mut out[c * y.ld..][..n];
+        };
+        if n == 1 {
+            let v = values[0];
+            for (pos, c) in span.clone().zip(g.across_run(span)) {
+                fetch_ahead(out, pos);
+                let o = &mut out[c * ld];
+                *o = T::from_acc(o.to_acc() + alpha * weight(pos) * v);
+            }
+        } else {
+            for (pos, c) in span.clone().zip(g.across_run(span)) {
+                fetch_ahead(out, pos);
+                let aw = alpha * weight(pos);
+                let dst = &mut out[c * ld..][..n];
                 dst.iter_mut().zip(values).for_each(|(o, &v)| *o = T::from_acc(o.to_acc() + aw * v));
             }
         }
     }
-    Ok(())
 }
 
 /// T on the calling thread, touching only the entries of live rows. Each adds into the
