@@ -641,8 +641,8 @@ const CACHED_OUTPUT_BYTES: usize = 256 << 10;
 /// scatter_in_place's loop, `FETCH`: the output element (and a scattered weight) `AHEAD`
 /// entries on asked for while one adds. The weight of an entry is read by a function chosen
 /// once per call (one scalar, or the entry's own), so that the loop over a line holds no test
-/// of the weights' kind nor of the input's width: 400,000 neurons x 80, 0.5 % spiking, one
-/// thread, 370 -> 305 µs a call (bench/NOTES.md).
+/// of the weights' kind nor of the input's width (with `each_entry`: 400,000 neurons x 80,
+/// 0.5 % spiking, one thread, 370 -> 270 µs a call; bench/NOTES.md).
 fn add_in_place<T: Float, G: Lines, const FETCH: bool>(
     g: &G,
     live: &LiveRows<T::Acc>,
@@ -671,32 +671,45 @@ fn add_lines<T: Float, G: Lines, const FETCH: bool>(
     for (i, (&r, values)) in live.rows.iter().zip(live.values.chunks(n.max(1))).enumerate() {
         fetch_live_line(g, w, live, i + ROWS_AHEAD);
         let span = g.offset(r as usize)..g.offset(r as usize + 1);
-        let mut ahead = g.across_run((span.start + AHEAD).min(span.end)..span.end);
-        let mut fetch_ahead = |out: &[T], pos: usize| {
-            if FETCH {
-                if let Some(next) = ahead.next() {
-                    prefetch_element(&out[next * ld]);
-                    if G::SCATTERED_WEIGHTS {
-                        w.prefetch(g.weight(pos + AHEAD));
-                    }
-                }
-            }
-        };
         if n == 1 {
             let v = values[0];
-            for (pos, c) in span.clone().zip(g.across_run(span)) {
-                fetch_ahead(out, pos);
+            each_entry::<T, G, FETCH>(g, w, span, out, ld, |out, pos, c| {
                 let o = &mut out[c * ld];
                 *o = T::from_acc(o.to_acc() + alpha * weight(pos) * v);
-            }
+            });
         } else {
-            for (pos, c) in span.clone().zip(g.across_run(span)) {
-                fetch_ahead(out, pos);
+            each_entry::<T, G, FETCH>(g, w, span, out, ld, |out, pos, c| {
                 let aw = alpha * weight(pos);
                 let dst = &mut out[c * ld..][..n];
                 dst.iter_mut().zip(values).for_each(|(o, &v)| *o = T::from_acc(o.to_acc() + aw * v));
-            }
+            });
         }
+    }
+}
+
+/// `body(out, pos, c)` for each entry of `span` (c: the index across), `FETCH`: with the output
+/// element (and a scattered weight) `AHEAD` entries on asked for first. The entries with one
+/// ahead run apart from the last `AHEAD`, so that neither loop tests for a missing one.
+#[inline(always)]
+fn each_entry<T: Float, G: Lines, const FETCH: bool>(
+    g: &G,
+    w: &EntryWeights<T>,
+    span: Range<usize>,
+    out: &mut [T],
+    ld: usize,
+    mut body: impl FnMut(&mut [T], usize, usize),
+) {
+    let split = if FETCH { span.end.saturating_sub(AHEAD).max(span.start) } else { span.start };
+    let ahead = if split > span.start { span.start + AHEAD..split + AHEAD } else { split..split };
+    for ((pos, c), next) in (span.start..split).zip(g.across_run(span.start..split)).zip(g.across_run(ahead)) {
+        prefetch_element(&out[next * ld]);
+        if G::SCATTERED_WEIGHTS {
+            w.prefetch(g.weight(pos + AHEAD));
+        }
+        body(out, pos, c);
+    }
+    for (pos, c) in (split..span.end).zip(g.across_run(split..span.end)) {
+        body(out, pos, c);
     }
 }
 
