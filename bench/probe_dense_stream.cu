@@ -139,12 +139,13 @@ __global__ void sum_w(const float4* w, int64_t groups, float* sink) {
 }
 
 static CUtensorMap map_of(const void* p, CUtensorMapDataType type, int rows, int cols, int row_bytes, int box_rows,
-                          int box_cols, CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
+                          int box_cols) {
     CUtensorMap map;
     const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)row_bytes};
     const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows}, unit[2] = {1, 1};
     CUresult r = cuTensorMapEncodeTiled(&map, type, 2, (void*)p, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                        CU_TENSOR_MAP_SWIZZLE_128B, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) printf("cuTensorMapEncodeTiled: %d\n", (int)r), exit(1);
     return map;
 }
@@ -160,8 +161,8 @@ struct Problem {
 };
 
 template <int ROWS, int BOXES, int EMODE = NO_E, int W_RING = RING, bool FRAGMENTS = false>
-void run(const char* name, const Problem& p, CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
-    const CUtensorMap map = map_of(p.w, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, p.m, p.k, p.k * 4, ROWS, 32, promotion);
+void run(const char* name, const Problem& p) {
+    const CUtensorMap map = map_of(p.w, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, p.m, p.k, p.k * 4, ROWS, 32);
     const CUtensorMap e_map = map_of(p.e, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, NT, NT * 2, 32 * BOXES, 64);
     auto kernel = stream_w<ROWS, BOXES, EMODE, W_RING, FRAGMENTS>;
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, RING + 1024));
