@@ -112,6 +112,9 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 // four m64nNk16 wgmmas per stage (of a 128-row tile, rows 64g, N = 256; of a 64-row one,
 // columns 128g, N = 128), then frees the stage. full[s]
 // completes when a stage's bytes have landed, empty[s] when both consumers are done with it.
+// 16-bit C without beta keeps each tile in registers, rounded, and stores a quarter of it after
+// issuing each of the next tile's first four stages (HeldTile, hopper.cuh), in whole 32-byte
+// sectors: C's writes overlap the MMAs instead of stalling both consumers after every tile.
 #define WG_STAGE_K 64         // K of a stage: a slice of 64 columns, or 2 or 4 whole blocks
 #define WG_RING_K 256         // K the ring holds: 4 stages
 #define WG_TILE_COLS 256
@@ -200,6 +203,12 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
     const int a_part = TILE_ROWS == 128 ? g * 64 * A_ROW : 0;        // bytes: 64 rows
     const int b_part = TILE_ROWS == 128 ? 0 : g * 2 * BOX_BYTES;     // two boxes of 64 columns
     const bool pairs = pairs_aligned<TC>(a.y, a.ldy);
+    // 16-bit C without beta: a tile's C waits in registers and is stored in the shadow of the
+    // next tile's wgmmas (HeldTile), so stores and MMAs overlap; else it is stored after the tile.
+    constexpr bool HOLDS = sizeof(TC) == 2;
+    const bool holding = HOLDS && a.beta == 0.0 && pairs, octs = runs_aligned<TC, 8>(a.y, a.ldy);
+    HeldTile<TC, N> held;
+    held.next = held.CHUNKS;  // nothing held yet
     int64_t t = 0;
     for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
         const WgTile tile = wg_tile<TILE_ROWS>(a, b);
@@ -221,6 +230,9 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
                                    swizzled_desc<128>(stage + A_BYTES + b_part + k * 16 * 128, BOX_BYTES, 1024));
             }
             wgmma_commit();
+            if constexpr (HOLDS) {
+                if (holding) held.store_next();  // in the shadow of this stage's wgmmas
+            }
             // one group stays in flight: the previous stage's wgmmas are done, free its slot
             wgmma_wait<1>();
             if (lane == 0 && step > 0) barrier_arrive(&empty[(t - 1) % WG_STAGES]);
@@ -232,8 +244,20 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
         const int local = (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
         const int64_t row = tile.block_row * a.m + tile.row + local;
         const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * 128) + 2 * (lane % 4);
+        if constexpr (HOLDS) {
+            if (holding) {
+                held.store_rest();
+                const int64_t warp_rows = a.m - (local - lane / 4), part_cols = a.n - (col - 2 * (lane % 4));
+                held.hold(d, (TC*)a.y + row * a.ldy + col, a.ldy, a.m - local, a.n - col, (float)a.alpha,
+                          octs && warp_rows >= 16 && part_cols >= N);
+                continue;
+            }
+        }
         if (local >= a.m) continue;
         store_fragment<TC, N>(d, (TC*)a.y + row * a.ldy + col, a.ldy, a.m - local, a.n - col, pairs, a);
+    }
+    if constexpr (HOLDS) {
+        if (holding) held.store_rest();
     }
 #endif
 }

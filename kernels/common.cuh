@@ -123,9 +123,12 @@ template <class A, class In> __device__ __forceinline__ A input(const In* x, int
 template <class T, int V> struct alignas(V * sizeof(T)) Run { T v[V]; };
 template <class In> using Pair = Run<In, 2>;
 
-// Whether every row of a matrix at x with row stride ld starts on a Pair boundary.
+// Whether every row of a matrix at x with row stride ld starts on a Run<In, V> boundary.
+template <class In, int V> __device__ __forceinline__ bool runs_aligned(const void* x, int64_t ld) {
+    return (uintptr_t)x % sizeof(Run<In, V>) == 0 && ld % V == 0;
+}
 template <class In> __device__ __forceinline__ bool pairs_aligned(const void* x, int64_t ld) {
-    return (uintptr_t)x % sizeof(Pair<In>) == 0 && ld % 2 == 0;
+    return runs_aligned<In, 2>(x, ld);
 }
 
 // ---------------------------------------------------------------- spike inputs

@@ -145,6 +145,106 @@ __device__ __forceinline__ void store_fragment(const float* d, TC* c, int64_t ld
         }
 }
 
+// A warpgroup's 64 x N tile of 16-bit C, scaled by alpha and rounded (the whole of blend where
+// beta = 0), held in registers while the next tile's wgmmas run: its stores are issued a chunk
+// of N / 4 columns at a time in the MMA loop's shadow instead of in a burst after it. v[2i + h]
+// holds row lane / 4 + 8h, columns 8i + 2 (lane % 4) + {0, 1} (store_fragment's layout, packed
+// in pairs); C's rows must be Pair-aligned. Where the warp's 16 rows x N are all inside C and
+// rows start on 16 bytes (`whole`), the four lanes of a quad swap words once so that each holds,
+// in v[2i + h] for i = 4g .. 4g + 3, the 8 columns 8 (4g + lane % 4) of its row: then every
+// store fills whole 32-byte sectors (pairs fill half a sector each, and cost L2 and DRAM twice
+// the write operations).
+template <class TC, int N> struct HeldTile {
+    static constexpr int CHUNKS = 4;
+    static_assert(N / 8 % CHUNKS == 0, "whole chunks");
+    uint32_t v[N / 4];
+    TC* c;           // this thread's first element (row lane / 4, column 2 (lane % 4))
+    int64_t ldc;
+    int rows, cols;  // valid from c
+    int next;        // chunks stored
+    bool whole;      // warp-uniform: every row and column valid, rows 16-byte aligned
+
+    __device__ __forceinline__ void hold(const float* d, TC* c_, int64_t ldc_, int64_t rows_, int64_t cols_, float alpha,
+                                         bool whole_) {
+#pragma unroll
+        for (int i = 0; i < N / 8; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                v[2 * i + h] = rounded_bits(alpha * d[4 * i + 2 * h]) | rounded_bits(alpha * d[4 * i + 2 * h + 1]) << 16;
+        c = c_, ldc = ldc_, next = 0, whole = whole_ && N / 8 / CHUNKS % 4 == 0;
+        rows = (int)min(rows_, (int64_t)16), cols = (int)max(min(cols_, (int64_t)N), (int64_t)0);
+        // (shuffles outside any branch: in one, ptxas serializes the next tile's wgmmas)
+#pragma unroll
+        for (int i = 0; i < N / 8; i += 4)
+#pragma unroll
+            for (int h = 0; h < 2; h++) swap_in_quad(v[2 * i + h], v[2 * i + 2 + h], v[2 * i + 4 + h], v[2 * i + 6 + h], whole);
+    }
+    // Stores chunk K (a template argument: v is indexed by constants and stays in registers).
+    template <int K> __device__ __forceinline__ void store_chunk() {
+        constexpr int I0 = K * N / 8 / CHUNKS, I1 = (K + 1) * N / 8 / CHUNKS;  // its 8-column groups
+        if (whole) {
+            const int q = threadIdx.x % 4;
+#pragma unroll
+            for (int i = I0; i < I1; i += 4)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    *(uint4*)(c - 2 * q + 8 * h * ldc + 8 * (i + q)) = {v[2 * i + h], v[2 * i + 2 + h], v[2 * i + 4 + h], v[2 * i + 6 + h]};
+            return;
+        }
+#pragma unroll
+        for (int i = I0; i < I1; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (8 * h >= rows || 8 * i >= cols) continue;
+                TC* slot = c + 8 * h * ldc + 8 * i;
+                if (8 * i + 2 <= cols) *(uint32_t*)slot = v[2 * i + h];
+                else *(uint16_t*)slot = (uint16_t)v[2 * i + h];  // the last column alone
+            }
+    }
+    // Stores the next chunk (none once all are out).
+    __device__ __forceinline__ void store_next() {
+        switch (next++) {
+            case 0: store_chunk<0>(); break;
+            case 1: store_chunk<1>(); break;
+            case 2: store_chunk<2>(); break;
+            case 3: store_chunk<3>(); break;
+        }
+    }
+    // Stores every chunk not yet out.
+    __device__ __forceinline__ void store_rest() {
+        switch (next) {
+            case 0: store_chunk<0>(); [[fallthrough]];
+            case 1: store_chunk<1>(); [[fallthrough]];
+            case 2: store_chunk<2>(); [[fallthrough]];
+            case 3: store_chunk<3>();
+        }
+        next = CHUNKS;
+    }
+
+  private:
+    // w_j holds lane q's pair of columns 2q, 2q + 1 of group j (of four); after, where `swap`,
+    // lane q holds group q's pairs of lanes j = 0 .. 3 in w_j. Round k: lane q sends its pair of group
+    // (q - k) & 3 and receives lane (q + k) & 3's pair of group q.
+    static __device__ __forceinline__ void swap_in_quad(uint32_t& w0, uint32_t& w1, uint32_t& w2, uint32_t& w3, bool swap) {
+        const int q = threadIdx.x % 4;
+        const uint32_t r0 = pick(w0, w1, w2, w3, q);
+        const uint32_t r1 = __shfl_sync(~0u, pick(w0, w1, w2, w3, (q + 3) & 3), (q + 1) & 3, 4);
+        const uint32_t r2 = __shfl_sync(~0u, pick(w0, w1, w2, w3, (q + 2) & 3), (q + 2) & 3, 4);
+        const uint32_t r3 = __shfl_sync(~0u, pick(w0, w1, w2, w3, (q + 1) & 3), (q + 3) & 3, 4);
+        // lane j's pair is r[(j - q) & 3]
+        if (swap) w0 = pick(r0, r3, r2, r1, q), w1 = pick(r1, r0, r3, r2, q), w2 = pick(r2, r1, r0, r3, q), w3 = pick(r3, r2, r1, r0, q);
+    }
+    // x[j] of four registers, by selects (an array indexed by a lane's value would go to memory).
+    static __device__ __forceinline__ uint32_t pick(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3, int j) {
+        return j == 0 ? x0 : j == 1 ? x1 : j == 2 ? x2 : x3;
+    }
+    // The bits of v rounded to TC (no address taken: v stays in registers).
+    static __device__ __forceinline__ uint32_t rounded_bits(float v) {
+        if constexpr (std::is_same_v<TC, bf16>) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+        else return __half_as_ushort(__float2half_rn(v));
+    }
+};
+
 // Moves registers from the producer warpgroup to the consumers (counts per thread).
 template <int R> __device__ __forceinline__ void registers_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R)); }
 template <int R> __device__ __forceinline__ void registers_down() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R)); }

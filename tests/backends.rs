@@ -863,12 +863,17 @@ fn bsrmm_cases(p: &mut Pair) {
     for t in [DType::F16, DType::BF16, DType::F32] {
         for out_t in [t, DType::F32] {
             let shapes = [(16, 16), (32, 16), (16, 64), (32, 32), (32, 128), (64, 32), (64, 16), (64, 64), (64, 128)];
-            for (bm, bk) in shapes.into_iter().chain([(128, 32), (128, 64), (128, 128)]) {
-                let (mb, kb) = (1 + p.rng.below(5), 1 + p.rng.below(4));
+            // a few tall matrices: several tiles for each block of the Hopper path's persistent
+            // grid, whole ones and ragged ones in turn (a tile's stores overlap the next one's MMAs)
+            let tall = [(128, 16, 300), (64, 16, 600), (32, 32, 600)];
+            let short = shapes.into_iter().chain([(128, 32), (128, 64), (128, 128)]).map(|(bm, bk)| (bm, bk, 0));
+            let tall = tall.into_iter().filter(|_| t != DType::F32 && out_t == t);
+            for (bm, bk, tall_mb) in short.chain(tall) {
+                let (mb, kb) = (if tall_mb > 0 { tall_mb } else { 1 + p.rng.below(5) }, 1 + p.rng.below(4));
                 // multiples of 16 take the WMMA paths for f16/bf16 (shared-memory tiles of 128
                 // columns from 64 x 32 blocks up), multiples of 8 the Hopper path (tiles of 128
                 // or 256 columns, 512 columns to a group: 520 spans two), others the fallback
-                let n = [16, 48, 80, 144, 272, 7, 33, 40, 520][p.rng.below(9)];
+                let n = if tall_mb > 0 { 264 } else { [16, 48, 80, 144, 272, 7, 33, 40, 520][p.rng.below(9)] };
                 let mut indptr = vec![0i32];
                 let mut indices = vec![];
                 for _ in 0..mb {
@@ -889,6 +894,7 @@ fn bsrmm_cases(p: &mut Pair) {
                 let bv = p.values(kb * bk * n, 0);
                 let b = p.both(t, (2, kb * bk, n), &bv);
                 let (alpha, beta) = scalars(p);
+                let beta = if tall_mb > 0 { 0.0 } else { beta }; // the held stores' path
                 let c = p.output(out_t, (2, mb * bm, n), beta);
                 let what = format!("bsrmm {} -> {} blocks {bm}x{bk} n={n}", t.name(), out_t.name());
                 if p.ran(&what, ops::bsrmm(&p.dev.1, alpha, &dev_a, &b.dev, beta, &c.dev)) {
