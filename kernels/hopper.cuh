@@ -177,7 +177,8 @@ template <class TC, int N> struct HeldTile {
 #pragma unroll
         for (int i = 0; i < N / 8; i += 4)
 #pragma unroll
-            for (int h = 0; h < 2; h++) swap_in_quad(v[2 * i + h], v[2 * i + 2 + h], v[2 * i + 4 + h], v[2 * i + 6 + h], whole);
+            for (int h = 0; h < 2; h++)
+                swap_in_quad(v[2 * i + h], v[2 * i + 2 + h], v[2 * i + 4 + h], v[2 * i + 6 + h], whole);
     }
     // Stores chunk K (a template argument: v is indexed by constants and stays in registers).
     template <int K> __device__ __forceinline__ void store_chunk() {
@@ -187,8 +188,10 @@ template <class TC, int N> struct HeldTile {
 #pragma unroll
             for (int i = I0; i < I1; i += 4)
 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    *(uint4*)(c - 2 * q + 8 * h * ldc + 8 * (i + q)) = {v[2 * i + h], v[2 * i + 2 + h], v[2 * i + 4 + h], v[2 * i + 6 + h]};
+                for (int h = 0; h < 2; h++) {
+                    const uint4 run = {v[2 * i + h], v[2 * i + 2 + h], v[2 * i + 4 + h], v[2 * i + 6 + h]};
+                    *(uint4*)(c - 2 * q + 8 * h * ldc + 8 * (i + q)) = run;  // columns 8 (i + q) ..
+                }
             return;
         }
 #pragma unroll
@@ -223,16 +226,20 @@ template <class TC, int N> struct HeldTile {
 
   private:
     // w_j holds lane q's pair of columns 2q, 2q + 1 of group j (of four); after, where `swap`,
-    // lane q holds group q's pairs of lanes j = 0 .. 3 in w_j. Round k: lane q sends its pair of group
-    // (q - k) & 3 and receives lane (q + k) & 3's pair of group q.
-    static __device__ __forceinline__ void swap_in_quad(uint32_t& w0, uint32_t& w1, uint32_t& w2, uint32_t& w3, bool swap) {
+    // lane q holds group q's pairs of lanes j = 0 .. 3 in w_j. Round k: lane q sends its pair of
+    // group (q - k) & 3 and receives lane (q + k) & 3's pair of group q.
+    static __device__ __forceinline__ void swap_in_quad(uint32_t& w0, uint32_t& w1, uint32_t& w2, uint32_t& w3,
+                                                        bool swap) {
         const int q = threadIdx.x % 4;
         const uint32_t r0 = pick(w0, w1, w2, w3, q);
         const uint32_t r1 = __shfl_sync(~0u, pick(w0, w1, w2, w3, (q + 3) & 3), (q + 1) & 3, 4);
         const uint32_t r2 = __shfl_sync(~0u, pick(w0, w1, w2, w3, (q + 2) & 3), (q + 2) & 3, 4);
         const uint32_t r3 = __shfl_sync(~0u, pick(w0, w1, w2, w3, (q + 1) & 3), (q + 3) & 3, 4);
         // lane j's pair is r[(j - q) & 3]
-        if (swap) w0 = pick(r0, r3, r2, r1, q), w1 = pick(r1, r0, r3, r2, q), w2 = pick(r2, r1, r0, r3, q), w3 = pick(r3, r2, r1, r0, q);
+        if (swap) {
+            w0 = pick(r0, r3, r2, r1, q), w1 = pick(r1, r0, r3, r2, q);
+            w2 = pick(r2, r1, r0, r3, q), w3 = pick(r3, r2, r1, r0, q);
+        }
     }
     // x[j] of four registers, by selects (an array indexed by a lane's value would go to memory).
     static __device__ __forceinline__ uint32_t pick(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3, int j) {
