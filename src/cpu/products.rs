@@ -644,7 +644,7 @@ const CACHED_OUTPUT_BYTES: usize = 256 << 10;
 /// of the weights' kind nor of the input's width (with `each_entry`: 400,000 neurons x 80,
 /// 0.5 % spiking, one thread, 370 -> 270 µs a call; bench/NOTES.md). Along the CSR rows (T) it
 /// holds no bounds test either: the 4,000-neuron step 1.3-1.4 (or 1.8 in some builds) -> 1.0 µs,
-/// 400,000 250 -> 228 µs. Along the CSC mirror (N on events) the tests stay: without them that
+/// 400,000 243-250 -> 216-220 µs. Along the CSC mirror (N on events) the tests stay: without them that
 /// loop measured 6 % slower.
 fn add_in_place<T: Float, G: Lines, const FETCH: bool>(
     g: &G,
