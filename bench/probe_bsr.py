@@ -1,14 +1,14 @@
 # Probe of bsrmm:wgmma on 8192³ bf16 (python3 bench/probe_bsr.py MODE, on the GPU machine,
 # EVS_LIBRARY set; the bench's structures: blocks uniformly at random at a density).
 # `time` prints graph µs and useful TFLOP/s of the bench's sm_90a rows, each result checked
-# against torch; `ncu` runs each shape twice, untimed (for ncu -k regex:bsrmm_wgmma).
+# against torch; `ncu` runs each shape twice, untimed (for ncu -k regex:bsrmm_wgmma). Forces
+# bsrmm:wgmma, or FORCE64 (e.g. bsrmm:wgmma_pairs) on the 64-row shapes.
 import os, sys, torch
 import bench
 from bench import evsparse
 stream = torch.cuda.Stream(); torch.cuda.set_stream(stream)
 evs = bench.Evs(stream)
-evs.force("bsrmm:wgmma")
-SHAPES = [(128, 0.10), (128, 0.25), (128, 0.50), (64, 0.10), (64, 0.50), (32, 0.10), (128, 0.015)]
+SHAPES = [(128, 0.10), (128, 0.25), (128, 0.50), (64, 0.10), (64, 0.25), (64, 0.50), (32, 0.10), (128, 0.015), (64, 0.015)]
 out_dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[os.environ.get("OUT_DTYPE", "bf16")]
 beta = float(os.environ.get("BETA", "0"))
 mode, n = sys.argv[1], 8192
@@ -16,7 +16,11 @@ torch.manual_seed(0)
 B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
 hb = evs.dense(B)
 out = []
-for bs, density in SHAPES if mode == "time" else SHAPES[:3] + SHAPES[4:5]:
+only = int(os.environ.get("BLOCKS", "0"))  # only the shapes of these blocks
+for bs, density in SHAPES if mode == "time" else SHAPES[:3] + SHAPES[5:6]:
+    if only and bs != only:
+        continue
+    evs.force(os.environ.get("FORCE64", "bsrmm:wgmma") if bs == 64 else "bsrmm:wgmma")
     mask = torch.rand(n // bs, n // bs, device="cuda") < density
     A = torch.randn(n, n, device="cuda", dtype=torch.bfloat16) * mask.repeat_interleave(bs, 0).repeat_interleave(bs, 1)
     bsr = A.to_sparse_bsr((bs, bs))
@@ -27,12 +31,13 @@ for bs, density in SHAPES if mode == "time" else SHAPES[:3] + SHAPES[4:5]:
     hc = evs.dense(C)
     f = lambda: evsparse.bsrmm(a, hb, hc, alpha=1.0, beta=beta, stream=evs.stream)
     f(); torch.cuda.synchronize()
+    plan = evs.last_plan().split(":")[-1]
     ref = (A.float() @ B.float()) + beta * C0.float()
     err = ((C.float() - ref).norm() / ref.norm()).item()
     if mode == "time":
         us = bench.graphed(evs, f) * 1e3 if not beta else bench.timed(f) * 1e3
         tf = 2 * col.numel() * bs * bs * n / us / 1e6
-        out.append(f"b{bs} {density * 100:g}%: {us:.1f} µs {tf:.0f} TF (err {err:.0e})")
+        out.append(f"b{bs} {density * 100:g}% {plan}: {us:.1f} µs {tf:.0f} TF (err {err:.0e})")
     else:
         f()
         out.append(f"b{bs} {density * 100:g}% err {err:.0e}")

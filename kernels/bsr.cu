@@ -102,16 +102,23 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 
 // f16/bf16 on Hopper's tensor cores (sm_90a; blocks of 32 to 128 rows and columns; B and A's
 // values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384 threads computes tiles
-// of C of TILE_ROWS x 256: 128 rows for 128-row blocks, else 64 (of which a 32- or 16-row block
-// keeps its first rows: the MMA's others read the next blocks' values and are dropped). The
-// grid is persistent (a block per SM). Warpgroup 0 is the producer: one thread walks its tiles'
-// block rows' stored blocks in slices of KS columns (64, or the block's 32 or 16) and loads each
-// slice of A (TILE_ROWS x KS) and the B rows it meets (KS x 256, in 64-column boxes) into a ring
-// of 4 stages of 64 of K (narrow blocks: 2 or 4 blocks of the row a stage), swizzled (B's rows
-// 128 bytes, A's 2 KS bytes). Warpgroups 1 and 2 consume: each multiplies its part with up to
-// four m64nNk16 wgmmas per stage (of a 128-row tile, rows 64g, N = 256; of a 64-row one,
-// columns 128g, N = 128), then frees the stage. full[s]
-// completes when a stage's bytes have landed, empty[s] when both consumers are done with it.
+// of C of TILE_ROWS x 256: 128 rows for 128-row blocks and for pairs of 64 x 64+ blocks' rows,
+// else 64 (of which a 32- or 16-row block keeps its first rows: the MMA's others read the next
+// blocks' values and are dropped). The grid is persistent (a block per SM). Warpgroup 0 is the
+// producer: one thread walks its tiles' block rows' stored blocks in slices of KS columns (64,
+// or the block's 32 or 16) and loads each slice of A (TILE_ROWS x KS) and the B rows it meets
+// (KS x 256, in 64-column boxes) into a ring of 4 stages of 64 of K (narrow blocks: 2 or 4
+// blocks of the row a stage), swizzled (B's rows 128 bytes, A's 2 KS bytes). Warpgroups 1 and 2
+// consume: each multiplies its part with up to four m64nNk16 wgmmas per stage (of a 128-row
+// tile, rows 64g, N = 256; of a 64-row one, columns 128g, N = 128), then frees the stage.
+// full[s] completes when a stage's bytes have landed, empty[s] when both consumers are done
+// with it.
+// PAIRS (bsrmm:wgmma_pairs; 64-row blocks, 64 columns or more): a tile is block rows 2p and
+// 2p + 1, one a consumer, and the producer walks the union of their block columns: each B slice
+// is loaded once for both rows where both hold its block (where only one does, the other
+// consumer skips the stage), so a staged byte of B feeds up to 128 rows, as for 128-row blocks.
+// The producer tells the consumers which rows a stage holds, and which is a tile's last, in
+// info[s].
 // 16-bit C without beta keeps each tile in registers, rounded, and stores a quarter of it after
 // issuing each of the next tile's first four stages (HeldTile, hopper.cuh), in whole 32-byte
 // sectors: C's writes overlap the MMAs instead of stalling both consumers after every tile.
@@ -122,44 +129,45 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 #define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
 #define WG_THREADS 384
 
-// Strips of TILE_ROWS rows a block row has (one for blocks of TILE_ROWS rows or fewer).
-template <int TILE_ROWS> __device__ __forceinline__ int64_t wg_strips_per_row(const Args& a) {
-    return a.m > TILE_ROWS ? a.m / TILE_ROWS : 1;
-}
+// What a pair's stage holds (info[s]): bit h where block row 2p + h has its block, and
+// STAGE_LAST on its tile's last stage.
+#define STAGE_LAST 4u
+#define BSRMM_PAIRS 1         // a.variant of bsrmm:wgmma_pairs
 
 // Which tile the b-th one is: groups of WG_GROUP_COLS columns in turn, and within a group the
-// strips (TILE_ROWS rows of a block row) vary slowest, so that the blocks running at once read
-// the same slab of B (held in L2) while A streams.
+// strips (ROWS block rows) vary slowest, so that the blocks running at once read the same slab
+// of B (held in L2) while A streams.
 struct WgTile {
-    int64_t block_row, row, col;  // block row, first row within it, first column of C
+    int64_t block_row, col;  // first block row, first column of C
 };
-template <int TILE_ROWS> __device__ WgTile wg_tile(const Args& a, int64_t b) {
+template <int ROWS> __device__ WgTile wg_tile(const Args& a, int64_t b) {
     constexpr int TILE_COLS = WG_TILE_COLS, GROUP = WG_GROUP_COLS / TILE_COLS;
-    const int64_t strips_per_row = wg_strips_per_row<TILE_ROWS>(a), strips = a.ldaux * strips_per_row;
+    const int64_t strips = (a.ldaux + ROWS - 1) / ROWS;
     const int64_t tiles_n = (a.n + TILE_COLS - 1) / TILE_COLS, first = b / (strips * GROUP) * GROUP;
     const int64_t width = min((int64_t)GROUP, tiles_n - first), rest = b - first * strips;
-    const int64_t strip = rest / width;
-    return {strip / strips_per_row, strip % strips_per_row * TILE_ROWS, (first + rest % width) * TILE_COLS};
+    return {rest / width * ROWS, (first + rest % width) * TILE_COLS};
 }
 
-template <class T, class TC, int TILE_ROWS, int KS>
-__device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+template <class T, class TC, int TILE_ROWS, int KS, bool PAIRS>
+__device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using namespace hopper;
-    constexpr int TILE_COLS = WG_TILE_COLS, N = TILE_ROWS == 128 ? 256 : 128;
+    static_assert(!PAIRS || (TILE_ROWS == 128 && KS == 64), "pairs of 64 x 64+ blocks' rows");
+    constexpr int TILE_COLS = WG_TILE_COLS, N = TILE_ROWS == 128 ? 256 : 128, ROWS = PAIRS ? 2 : 1;
     // A stage holds WG_STAGE_K of K: SLOTS slices of KS columns, each its own A region
     // (TILE_ROWS rows of A_ROW bytes) and its KS rows of the B boxes (64 columns, 128-byte rows).
-    constexpr int SLOTS = WG_STAGE_K / KS, A_ROW = KS * 2, A_SLOT = TILE_ROWS * A_ROW;
+    constexpr int SLOTS = WG_STAGE_K / KS, A_ROW = KS * 2, A_SLOT = TILE_ROWS * A_ROW, A_HALF = 64 * A_ROW;
     constexpr int A_BYTES = SLOTS * A_SLOT, BOX_BYTES = WG_STAGE_K * WG_BOX * 2, B_SLOT = KS * TILE_COLS * 2;
     constexpr int STAGE_BYTES = A_BYTES + WG_STAGE_K * TILE_COLS * 2, WG_STAGES = WG_RING_K / WG_STAGE_K;
     extern __shared__ uint8_t raw[];
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
+    __shared__ uint32_t info[WG_STAGES];
 
-    // A step fills one stage: a KS-wide slice of a block (KS = 64 <= bk), or SLOTS blocks whole,
-    // the last step of a row `filled` of them. (Computed after setmaxnreg where used: values
-    // live across it go through local memory.)
-    auto tiles = [&] { return a.ldaux * wg_strips_per_row<TILE_ROWS>(a) * ((a.n + TILE_COLS - 1) / TILE_COLS); };
+    auto tiles = [&] { return (a.ldaux + ROWS - 1) / ROWS * ((a.n + TILE_COLS - 1) / TILE_COLS); };
+    // Unpaired rows: a step fills one stage, a KS-wide slice of a block (KS = 64 <= bk) or SLOTS
+    // blocks whole, the last step of a row `filled` of them. (Computed after setmaxnreg where
+    // used: values live across it go through local memory.)
     auto steps_of = [&](int64_t blocks) { return SLOTS == 1 ? blocks * (a.k / KS) : (blocks + SLOTS - 1) / SLOTS; };
     auto filled = [&](int64_t blocks, int64_t step) { return SLOTS == 1 ? 1 : (int)min((int64_t)SLOTS, blocks - step * SLOTS); };
     const int warpgroup = threadIdx.x / 128;
@@ -175,23 +183,56 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
         registers_down<56>();
         if (threadIdx.x != 0) return;
         int64_t t = 0;
+        // Takes stage t's slot once free, says what it will hold and expects its bytes.
+        auto open_stage = [&](uint32_t what, uint32_t bytes) {
+            const int s = t % WG_STAGES;
+            if (t >= WG_STAGES) barrier_wait(&empty[s], (t / WG_STAGES - 1) & 1);
+            if (PAIRS) info[s] = what;  // visible to the consumers through full[s] (arrive releases)
+            barrier_expect(&full[s], bytes);
+            return s;
+        };
+        // B's rows of K slice q of block column `block_col` for slot `slot` of stage s.
+        auto load_b = [&](int s, int slot, int64_t block_col, int64_t q, int64_t col) {
+            uint8_t* stage = ring + s * STAGE_BYTES;
+            for (int i = 0; i < TILE_COLS / WG_BOX; i++)
+                tma_load_2d(stage + A_BYTES + i * BOX_BYTES + slot * KS * 128, b_map, &full[s], (int)(col + i * WG_BOX),
+                            (int)(block_col * a.k + q));
+        };
         for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
-            const WgTile tile = wg_tile<TILE_ROWS>(a, b);
-            const int64_t first = row_start(a, tile.block_row), blocks = row_start(a, tile.block_row + 1) - first;
-            for (int64_t step = 0, steps = steps_of(blocks); step < steps; step++, t++) {
-                const int s = t % WG_STAGES;
-                const int64_t slices = a.k / KS;
-                const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
-                const int used = filled(blocks, step);
-                if (t >= WG_STAGES) barrier_wait(&empty[s], (t / WG_STAGES - 1) & 1);
-                uint8_t* stage = ring + s * STAGE_BYTES;
-                barrier_expect(&full[s], used * (A_SLOT + B_SLOT));
-                for (int slot = 0; slot < used; slot++) {
-                    tma_load_2d(stage + slot * A_SLOT, a_map, &full[s], (int)q, (int)((jb + slot) * a.m + tile.row));
-                    const int b_row = (int)(a.indices[jb + slot] * a.k + q);
-                    for (int i = 0; i < TILE_COLS / WG_BOX; i++)
-                        tma_load_2d(stage + A_BYTES + i * BOX_BYTES + slot * KS * 128, b_map, &full[s],
-                                    (int)(tile.col + i * WG_BOX), b_row);
+            const WgTile tile = wg_tile<ROWS>(a, b);
+            if constexpr (PAIRS) {
+                // Two-pointer walk of both rows' blocks: each stored block is met once (in any
+                // order); a column both rows hold in turn is one stage for both.
+                int64_t i0 = row_start(a, tile.block_row), i1 = row_start(a, tile.block_row + 1);
+                const int64_t e0 = i1, e1 = tile.block_row + 1 < a.ldaux ? row_start(a, tile.block_row + 2) : i1;
+                constexpr int PAST = 0x7fffffff;  // the column of a row's end
+                bool done;
+                do {
+                    const int c0 = i0 < e0 ? a.indices[i0] : PAST, c1 = i1 < e1 ? a.indices[i1] : PAST;
+                    const int rows = (i0 < e0 && c0 <= c1) | (i1 < e1 && c1 <= c0) << 1;  // 0: an empty pair
+                    const int64_t j0 = i0, j1 = i1;
+                    i0 += rows & 1, i1 += rows >> 1;
+                    done = i0 == e0 && i1 == e1;
+                    for (int64_t q = 0, slices = rows ? a.k / KS : 1; q < slices; q++, t++) {
+                        const int s = open_stage(rows | (done && q == slices - 1 ? STAGE_LAST : 0),
+                                                 __popc(rows) * A_HALF + (rows ? B_SLOT : 0));
+                        if (rows & 1) tma_load_2d(ring + s * STAGE_BYTES, a_map, &full[s], (int)(q * KS), (int)(j0 * a.m));
+                        if (rows & 2)
+                            tma_load_2d(ring + s * STAGE_BYTES + A_HALF, a_map, &full[s], (int)(q * KS), (int)(j1 * a.m));
+                        if (rows) load_b(s, 0, min(c0, c1), q * KS, tile.col);
+                    }
+                } while (!done);
+            } else {
+                const int64_t first = row_start(a, tile.block_row), blocks = row_start(a, tile.block_row + 1) - first;
+                for (int64_t step = 0, steps = steps_of(blocks); step < steps; step++, t++) {
+                    const int64_t slices = a.k / KS;
+                    const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
+                    const int used = filled(blocks, step);
+                    const int s = open_stage(0, used * (A_SLOT + B_SLOT));
+                    for (int slot = 0; slot < used; slot++) {
+                        tma_load_2d(ring + s * STAGE_BYTES + slot * A_SLOT, a_map, &full[s], (int)q, (int)((jb + slot) * a.m));
+                        load_b(s, slot, a.indices[jb + slot], q, tile.col);
+                    }
                 }
             }
         }
@@ -200,7 +241,7 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
 
     registers_up<224>();
     const int g = warpgroup - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-    const int a_part = TILE_ROWS == 128 ? g * 64 * A_ROW : 0;        // bytes: 64 rows
+    const int a_part = TILE_ROWS == 128 ? g * A_HALF : 0;            // bytes: 64 rows
     const int b_part = TILE_ROWS == 128 ? 0 : g * 2 * BOX_BYTES;     // two boxes of 64 columns
     const bool pairs = pairs_aligned<TC>(a.y, a.ldy);
     // 16-bit C without beta: a tile's C waits in registers and is stored in the shadow of the
@@ -211,8 +252,10 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
     held.next = held.CHUNKS;  // nothing held yet
     int64_t t = 0;
     for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
-        const WgTile tile = wg_tile<TILE_ROWS>(a, b);
-        const int64_t blocks = row_start(a, tile.block_row + 1) - row_start(a, tile.block_row), steps = steps_of(blocks);
+        const WgTile tile = wg_tile<ROWS>(a, b);
+        // a pair's stages run until the producer's last one; an unpaired row's are known from it
+        const int64_t blocks = PAIRS ? 0 : row_start(a, tile.block_row + 1) - row_start(a, tile.block_row);
+        int64_t steps = PAIRS ? INT64_MAX : steps_of(blocks);
         float d[N / 2];
 #pragma unroll
         for (int i = 0; i < N / 2; i++) d[i] = 0.f;
@@ -220,7 +263,15 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
             const int s = t % WG_STAGES;
             barrier_wait(&full[s], (t / WG_STAGES) & 1);
             const uint8_t* stage = ring + s * STAGE_BYTES;
-            const int used = filled(blocks, step);
+            int used = filled(blocks, step);
+            if constexpr (PAIRS) {
+                // this consumer's row's block or none: lane 0 reads what the stage holds (the
+                // thread that frees it) and the warp votes (a condition ptxas cannot tell
+                // uniform serializes the wgmmas, C7520)
+                const uint32_t what = __shfl_sync(~0u, lane == 0 ? info[s] : 0, 0);
+                used = __any_sync(~0u, what >> g & 1);
+                if (what & STAGE_LAST) steps = step + 1;
+            }
             wgmma_fence();
 #pragma unroll
             for (int k = 0; k < WG_STAGE_K / 16; k++) {  // A: 16 columns (32 B) of a slot; B: 16 rows (2 KB)
@@ -240,21 +291,22 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
         wgmma_wait<0>();
         if (lane == 0 && steps > 0) barrier_arrive(&empty[(t - 1) % WG_STAGES]);
         // d[4i + 2h + e] holds row 16 warp + lane / 4 + 8 h, column 8 i + 2 (lane % 4) + e.
-        // Rows past a 32-row block belong to the next block's values: dropped.
+        // Rows past a 32-row block belong to the next block's values, and past a pair's rows
+        // to no block: dropped.
         const int local = (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
-        const int64_t row = tile.block_row * a.m + tile.row + local;
+        const int64_t row = tile.block_row * a.m + local, row_end = (PAIRS ? a.ldaux : tile.block_row + 1) * a.m;
         const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * 128) + 2 * (lane % 4);
         if constexpr (HOLDS) {
             if (holding) {
                 held.store_rest();
-                const int64_t warp_rows = a.m - (local - lane / 4), part_cols = a.n - (col - 2 * (lane % 4));
-                held.hold(d, (TC*)a.y + row * a.ldy + col, a.ldy, a.m - local, a.n - col, (float)a.alpha,
+                const int64_t warp_rows = row_end - (row - lane / 4), part_cols = a.n - (col - 2 * (lane % 4));
+                held.hold(d, (TC*)a.y + row * a.ldy + col, a.ldy, row_end - row, a.n - col, (float)a.alpha,
                           octs && warp_rows >= 16 && part_cols >= N);
                 continue;
             }
         }
-        if (local >= a.m) continue;
-        store_fragment<TC, N>(d, (TC*)a.y + row * a.ldy + col, a.ldy, a.m - local, a.n - col, pairs, a);
+        if (row >= row_end) continue;
+        store_fragment<TC, N>(d, (TC*)a.y + row * a.ldy + col, a.ldy, row_end - row, a.n - col, pairs, a);
     }
     if constexpr (HOLDS) {
         if (holding) held.store_rest();
@@ -262,17 +314,20 @@ __device__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, cons
 #endif
 }
 
-// The instantiation for the blocks' shape: 128-row tiles for 128-row blocks, K slices of the
-// blocks' columns up to 64.
-template <class T, class TC> __device__ void bsrmm_wgmma_shapes(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+// The instantiation for the blocks' shape: 128-row tiles for 128-row blocks and for pairs of
+// 64-row blocks' rows (bsrmm:wgmma_pairs, a.variant), K slices of the blocks' columns up to 64.
+// (One kernel: the pairs built as a kernel of their own ran 7-9 % slower, bench/NOTES.md.)
+template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_shapes(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
     if (a.m == 128) {
-        if (a.k >= 64) bsrmm_wgmma<T, TC, 128, 64>(a_map, b_map, a);
-        else if (a.k == 32) bsrmm_wgmma<T, TC, 128, 32>(a_map, b_map, a);
-        else bsrmm_wgmma<T, TC, 128, 16>(a_map, b_map, a);
+        if (a.k >= 64) bsrmm_wgmma<T, TC, 128, 64, false>(a_map, b_map, a);
+        else if (a.k == 32) bsrmm_wgmma<T, TC, 128, 32, false>(a_map, b_map, a);
+        else bsrmm_wgmma<T, TC, 128, 16, false>(a_map, b_map, a);
+    } else if (a.variant == BSRMM_PAIRS) {
+        bsrmm_wgmma<T, TC, 128, 64, true>(a_map, b_map, a);
     } else {
-        if (a.k >= 64) bsrmm_wgmma<T, TC, 64, 64>(a_map, b_map, a);
-        else if (a.k == 32) bsrmm_wgmma<T, TC, 64, 32>(a_map, b_map, a);
-        else bsrmm_wgmma<T, TC, 64, 16>(a_map, b_map, a);
+        if (a.k >= 64) bsrmm_wgmma<T, TC, 64, 64, false>(a_map, b_map, a);
+        else if (a.k == 32) bsrmm_wgmma<T, TC, 64, 32, false>(a_map, b_map, a);
+        else bsrmm_wgmma<T, TC, 64, 16, false>(a_map, b_map, a);
     }
 }
 

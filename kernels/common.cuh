@@ -72,6 +72,7 @@ struct Args {
     int64_t nnz, batches;
     int64_t idx64;          // indptr is int64
     int64_t events;         // x holds events (active -> 1), not floats
+    int64_t variant;        // a variant of the algorithm, where one kernel holds several (BSRMM_PAIRS)
     double alpha, beta, homo, lo, hi;
 };
 

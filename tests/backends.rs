@@ -865,7 +865,8 @@ fn bsrmm_cases(p: &mut Pair) {
             let shapes = [(16, 16), (32, 16), (16, 64), (32, 32), (32, 128), (64, 32), (64, 16), (64, 64), (64, 128)];
             // a few tall matrices: several tiles for each block of the Hopper path's persistent
             // grid, whole ones and ragged ones in turn (a tile's stores overlap the next one's MMAs)
-            let tall = [(128, 16, 300), (64, 16, 600), (32, 32, 600)];
+            // (64 x 64 blocks pair their block rows: an odd count leaves the last row alone)
+            let tall = [(128, 16, 300), (64, 16, 600), (32, 32, 600), (64, 64, 301)];
             let short = shapes.into_iter().chain([(128, 32), (128, 64), (128, 128)]).map(|(bm, bk)| (bm, bk, 0));
             let tall = tall.into_iter().filter(|_| t != DType::F32 && out_t == t);
             for (bm, bk, tall_mb) in short.chain(tall) {
@@ -877,11 +878,15 @@ fn bsrmm_cases(p: &mut Pair) {
                 let mut indptr = vec![0i32];
                 let mut indices = vec![];
                 for _ in 0..mb {
-                    for c in 0..kb {
-                        if p.rng.below(2) == 0 {
-                            indices.push(c as i32);
-                        }
+                    let mut row: Vec<i32> = (0..kb as i32).filter(|_| p.rng.below(2) == 0).collect();
+                    // rows in any order, a column twice (both add): the paired rows' walk meets each
+                    if p.rng.below(3) == 0 {
+                        row.reverse();
                     }
+                    if !row.is_empty() && p.rng.below(4) == 0 {
+                        row.push(row[0]);
+                    }
+                    indices.extend(row);
                     indptr.push(indices.len() as i32);
                 }
                 let values = encode(t, &p.values(indices.len() * bm * bk, 0));

@@ -218,6 +218,10 @@ algorithms! {
         /// 4-stage pipeline, a producer and two consumer warpgroups; 64 x 256 or 128 x 256 tiles
         /// of C (f16/bf16, every block shape, 16-byte aligned operands).
         Wgmma = "wgmma" on Gpu,
+        /// `wgmma` with two block rows of 64 x 64+ blocks in each 128 x 256 tile of C, one a
+        /// consumer: the producer walks the union of their block columns and loads each B slice
+        /// once for both rows where both hold its block.
+        WgmmaPairs = "wgmma_pairs" on Gpu,
         /// Tensor cores, 64 x 128 tiles of C staged through shared memory (f16/bf16, blocks of
         /// at least 64 x 32, aligned operands).
         Tiled = "tiled" on Gpu,
@@ -556,6 +560,9 @@ pub struct BsrmmCall {
     pub aligned: bool,
     /// An sm_90 device, and operands TMA can address (`cuda::bsrmm_tma`).
     pub tma: bool,
+    /// Stored blocks over block rows x block columns, and stored blocks a block row.
+    pub density: f64,
+    pub row_blocks: f64,
 }
 
 impl BsrmmCall {
@@ -566,6 +573,7 @@ impl BsrmmCall {
     pub fn fits(&self, alg: Bsrmm) -> bool {
         match alg {
             Bsrmm::Wgmma => matches!(self.dtype, DType::F16 | DType::BF16) && self.tma,
+            Bsrmm::WgmmaPairs => self.fits(Bsrmm::Wgmma) && self.bm == 64 && self.bk >= 64,
             Bsrmm::Tiled => self.tensor_cores() && self.bm >= 64 && self.bk >= 32,
             Bsrmm::Wmma => self.tensor_cores(),
             Bsrmm::Simt | Bsrmm::Reference => true,
@@ -574,10 +582,21 @@ impl BsrmmCall {
     }
 }
 
+/// Where `wgmma_pairs` beats `wgmma` (8192³ bf16, 64 x 64 blocks, bench/NOTES.md, "bsrmm: two
+/// block rows a tile"): dense enough that the rows share many B slices (50 %: -16 %, 25 %: -3 %,
+/// 10 %: +3-7 %), or rows so short that a tile's fill and stores dominate (1.5 %, ~2 blocks a
+/// row: -8-11 %).
+const PAIRS_DENSITY_MIN: f64 = 0.2;
+const PAIRS_ROW_BLOCKS_MAX: f64 = 4.0;
+
 /// The fastest path that fits (8192³ bf16, blocks 64 and 128, 1.5-50 %: wgmma 108-513 TFLOP/s,
 /// tiled 56-102, wmma ~18; bench/NOTES.md, "bsrmm on Hopper").
 pub fn choose_bsrmm(call: &BsrmmCall) -> Bsrmm {
-    *Bsrmm::ALL.iter().find(|&&a| call.fits(a)).expect("simt fits every call")
+    let pairs = call.density >= PAIRS_DENSITY_MIN || call.row_blocks <= PAIRS_ROW_BLOCKS_MAX;
+    if pairs && call.fits(Bsrmm::WgmmaPairs) {
+        return Bsrmm::WgmmaPairs;
+    }
+    *Bsrmm::ALL.iter().find(|&&a| a != Bsrmm::WgmmaPairs && call.fits(a)).expect("simt fits every call")
 }
 
 // ---------------------------------------------------------------- forcing and reporting
@@ -754,9 +773,22 @@ mod tests {
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, false), DenseMm::EventLists);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, true), DenseMm::Wgmma);
         assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);
-        let call = |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned, tma: false };
-        let hopper = |dtype, bm, bk| BsrmmCall { dtype, bm, bk, aligned: true, tma: true };
+        let call = |dtype, bm, bk, aligned| BsrmmCall {
+            dtype,
+            bm,
+            bk,
+            aligned,
+            tma: false,
+            density: 0.1,
+            row_blocks: 10.0,
+        };
+        let hopper = |dtype, bm, bk| BsrmmCall { tma: true, ..call(dtype, bm, bk, true) };
         assert_eq!(choose_bsrmm(&hopper(DType::BF16, 64, 128)), Bsrmm::Wgmma);
+        let dense = BsrmmCall { density: 0.5, row_blocks: 64.0, ..hopper(DType::BF16, 64, 128) };
+        assert_eq!(choose_bsrmm(&dense), Bsrmm::WgmmaPairs);
+        let short = BsrmmCall { density: 0.015, row_blocks: 2.0, ..hopper(DType::F16, 64, 64) };
+        assert_eq!(choose_bsrmm(&short), Bsrmm::WgmmaPairs);
+        assert_eq!(choose_bsrmm(&BsrmmCall { bk: 32, ..dense }), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F16, 128, 32)), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F16, 16, 64)), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F32, 128, 128)), Bsrmm::Simt);

@@ -39,6 +39,8 @@ pub struct Args {
     pub batches: i64,
     pub idx64: i64,
     pub events: i64,
+    /// A variant of the kernel's algorithm, where one kernel holds several (bsrmm: pairs).
+    pub variant: i64,
     pub alpha: f64,
     pub beta: f64,
     pub homo: f64,
@@ -77,6 +79,7 @@ impl Default for Args {
             batches: 1,
             idx64: 0,
             events: 0,
+            variant: 0,
             alpha: 1.0,
             beta: 0.0,
             homo: 0.0,

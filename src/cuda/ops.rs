@@ -819,24 +819,28 @@ const WG_TILE_COLS: u64 = 256;
 const WG_RING_K: u64 = 256;
 const WG_BOX: u32 = 64;
 
-/// bsrmm on Hopper: tensor maps over A's values (boxes of a tile's rows x a K slice) and over B
-/// (K slice x 64), tiles of 128 x 256 (128-row blocks) or 64 x 256 (others), K slices of 64
-/// columns or the blocks' 32 or 16.
-fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args) -> Result<()> {
+/// `Args::variant` of bsrmm:wgmma_pairs (kernels/bsr.cu, BSRMM_PAIRS).
+const BSRMM_PAIRS: i64 = 1;
+
+/// bsrmm on Hopper: tensor maps over A's values (boxes of 128 or 64 rows x a K slice) and over B
+/// (K slice x 64), tiles of 128 x 256 (128-row blocks, and `pairs` of block rows of 64 x 64+
+/// blocks) or 64 x 256 (others), K slices of 64 columns or the blocks' 32 or 16.
+fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bool) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let esize = a.values.dtype.size() as u64;
-    let tile_m: u64 = if a.bm == 128 { 128 } else { 64 };
+    let tile_m: u64 = if a.bm == 128 || pairs { 128 } else { 64 };
+    let box_m = if pairs { 64 } else { tile_m as u32 };
     let slice = (a.bk as u64).min(64);
     let values = ((a.nnzb * a.bm) as u64, a.bk as u64, a.bk as u64 * esize);
-    let a_map =
-        TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (tile_m as u32, slice as u32))?;
+    let a_map = TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (box_m, slice as u32))?;
     let b_shape = (b.rows as u64, b.cols as u64, b.ld as u64 * esize);
     let b_map = TensorMap::swizzled_2d(gpu, b.dtype, b.buf.addr(), b_shape, (slice as u32, WG_BOX))?;
-    let strips = a.mb as u64 * (a.bm as u64 / tile_m).max(1);
+    let strips = if pairs { (a.mb as u64).div_ceil(2) } else { a.mb as u64 };
     let tiles = strips * (c.cols as u64).div_ceil(WG_TILE_COLS);
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
                                                         // the ring of stages, and 1 KB to align it to the swizzle atoms
     let shared = (tile_m + WG_TILE_COLS) * WG_RING_K * esize + 1024;
+    let args = &Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
     let function = gpu.kernel(BSRMM_WGMMA, Some(a.values.dtype), Some(c.dtype))?;
     let grid = Grid::new((blocks, 1), (WG_THREADS, 1));
     gpu.launch_with_maps(stream, function, grid, [&a_map, &b_map], args, shared as u32)
@@ -865,7 +869,8 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
     let (rows, n) = (a.rows() as u64, c.cols as u64);
     let (family, grid) = match alg {
         Bsrmm::BlockGemm | Bsrmm::Reference => return Err(cpu_only(alg)),
-        Bsrmm::Wgmma => return bsrmm_wgmma(s, a, b, c, &args),
+        Bsrmm::Wgmma => return bsrmm_wgmma(s, a, b, c, &args, false),
+        Bsrmm::WgmmaPairs => return bsrmm_wgmma(s, a, b, c, &args, true),
         // 64 x 128 tiles of C staged through shared memory, one 64-row strip of a block row each
         Bsrmm::Tiled => (BSRMM_TILED, Grid::new((n.div_ceil(128), rows / 64), (256, 1))),
         Bsrmm::Wmma => (BSRMM_WMMA, Grid::new((n.div_ceil(64), (rows / 16).div_ceil(4)), (128, 1))),

@@ -230,7 +230,7 @@ pub unsafe extern "C" fn evs_context_device(
 /// - `dense_mm` (dense mv/mm): GPU `mv_row_warp` (N, one column), `mv_column_blocks` (T, one column), `tiled`, `event_lists` (events, several columns), `wgmma` (N on events, several columns, sm_90 tensor cores), `active_rows` (T on events, 2 to 16 columns); CPU `input_nonzeros`, `gemm` (f32/f64), `reference`
 /// - `csr_plasticity`: GPU `pre_rows` (pre), `post_columns` (post); CPU `reference`
 /// - `dense_plasticity`: GPU `row_stride`; CPU `reference`
-/// - `bsrmm`: GPU `wgmma` (Hopper, sm_90: f16/bf16, 16-byte aligned operands), `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`; CPU `block_gemm` (f32), `reference`
+/// - `bsrmm`: GPU `wgmma` (Hopper, sm_90: f16/bf16, 16-byte aligned operands), `wgmma_pairs` (the same for blocks of 64 x 64 or wider: two block rows a tile), `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`; CPU `block_gemm` (f32), `reference`
 /// - `compact`: GPU `block_slices`; CPU `reference`
 ///
 /// @param ctx  the context
