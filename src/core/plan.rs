@@ -773,15 +773,8 @@ mod tests {
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, false), DenseMm::EventLists);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, true), DenseMm::Wgmma);
         assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);
-        let call = |dtype, bm, bk, aligned| BsrmmCall {
-            dtype,
-            bm,
-            bk,
-            aligned,
-            tma: false,
-            density: 0.1,
-            row_blocks: 10.0,
-        };
+        let call =
+            |dtype, bm, bk, aligned| BsrmmCall { dtype, bm, bk, aligned, tma: false, density: 0.1, row_blocks: 10.0 };
         let hopper = |dtype, bm, bk| BsrmmCall { tma: true, ..call(dtype, bm, bk, true) };
         assert_eq!(choose_bsrmm(&hopper(DType::BF16, 64, 128)), Bsrmm::Wgmma);
         let dense = BsrmmCall { density: 0.5, row_blocks: 64.0, ..hopper(DType::BF16, 64, 128) };
