@@ -128,6 +128,7 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 #define WG_BOX 64             // columns of one TMA box of B (128 bytes)
 #define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
 #define WG_THREADS 384
+#define WG_TILE_QUEUE 4       // tiles the producer may draw ahead of the consumers (COUNTER)
 
 // What a pair's stage holds (info[s]): bit h where block row 2p + h has its block, and
 // STAGE_LAST on its tile's last stage.
@@ -136,17 +137,24 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 
 // Which tile the b-th one is: groups of WG_GROUP_COLS columns in turn, and within a group the
 // strips (ROWS block rows) vary slowest, so that the blocks running at once read the same slab
-// of B (held in L2) while A streams.
+// of B (held in L2) while A streams. ORDERED: the block rows go in a.order (most stored blocks
+// first), so that each group's last tiles are its shortest.
 struct WgTile {
     int64_t block_row, col;  // first block row, first column of C
 };
-template <int ROWS> __device__ WgTile wg_tile(const Args& a, int64_t b) {
+template <int ROWS, bool ORDERED = false> __device__ WgTile wg_tile(const Args& a, int64_t b) {
     constexpr int TILE_COLS = WG_TILE_COLS, GROUP = WG_GROUP_COLS / TILE_COLS;
     const int64_t strips = (a.ldaux + ROWS - 1) / ROWS;
     const int64_t tiles_n = (a.n + TILE_COLS - 1) / TILE_COLS, first = b / (strips * GROUP) * GROUP;
     const int64_t width = min((int64_t)GROUP, tiles_n - first), rest = b - first * strips;
-    return {rest / width * ROWS, (first + rest % width) * TILE_COLS};
+    return {ORDERED ? a.order[rest / width] : rest / width * ROWS, (first + rest % width) * TILE_COLS};
 }
+
+// A tile drawn from the counter and decoded by the producer, as the consumers take it from the
+// queue (int32: bsrmm_tma keeps C's columns and A's stored blocks within it).
+struct QueuedTile {
+    int block_row, col, first, blocks;  // first: the row's first stored block; blocks < 0: no more tiles
+};
 
 template <class T, class TC, int TILE_ROWS, int KS, bool PAIRS>
 __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
@@ -163,6 +171,11 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
     __shared__ uint32_t info[WG_STAGES];
+    // COUNTER (128-row blocks): tiles from a.out2's counter, rows longest first; the producer
+    // passes each to the consumers through a queue
+    constexpr bool COUNTER = TILE_ROWS == 128 && !PAIRS;
+    __shared__ uint64_t tile_full[WG_TILE_QUEUE], tile_empty[WG_TILE_QUEUE];
+    __shared__ QueuedTile queue[WG_TILE_QUEUE];
 
     auto tiles = [&] { return (a.ldaux + ROWS - 1) / ROWS * ((a.n + TILE_COLS - 1) / TILE_COLS); };
     // Unpaired rows: a step fills one stage, a KS-wide slice of a block (KS = 64 <= bk) or SLOTS
@@ -173,6 +186,8 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
+        if (COUNTER)
+            for (int q = 0; q < WG_TILE_QUEUE; q++) barrier_init(&tile_full[q], 1), barrier_init(&tile_empty[q], 8);
         barrier_init_fence();
     }
     __syncthreads();
@@ -198,41 +213,73 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
                 tma_load_2d(stage + A_BYTES + i * BOX_BYTES + slot * KS * 128, b_map, &full[s], (int)(col + i * WG_BOX),
                             (int)(block_col * a.k + q));
         };
-        for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
-            const WgTile tile = wg_tile<ROWS>(a, b);
-            if constexpr (PAIRS) {
-                // Two-pointer walk of both rows' blocks: each stored block is met once (in any
-                // order); a column both rows hold in turn is one stage for both.
-                int64_t i0 = row_start(a, tile.block_row), i1 = row_start(a, tile.block_row + 1);
-                const int64_t e0 = i1, e1 = tile.block_row + 1 < a.ldaux ? row_start(a, tile.block_row + 2) : i1;
-                constexpr int PAST = 0x7fffffff;  // the column of a row's end
-                bool done;
-                do {
-                    const int c0 = i0 < e0 ? a.indices[i0] : PAST, c1 = i1 < e1 ? a.indices[i1] : PAST;
-                    const int rows = (i0 < e0 && c0 <= c1) | (i1 < e1 && c1 <= c0) << 1;  // 0: an empty pair
-                    const int64_t j0 = i0, j1 = i1;
-                    i0 += rows & 1, i1 += rows >> 1;
-                    done = i0 == e0 && i1 == e1;
-                    for (int64_t q = 0, slices = rows ? a.k / KS : 1; q < slices; q++, t++) {
-                        const int s = open_stage(rows | (done && q == slices - 1 ? STAGE_LAST : 0),
-                                                 __popc(rows) * A_HALF + (rows ? B_SLOT : 0));
-                        if (rows & 1) tma_load_2d(ring + s * STAGE_BYTES, a_map, &full[s], (int)(q * KS), (int)(j0 * a.m));
-                        if (rows & 2)
-                            tma_load_2d(ring + s * STAGE_BYTES + A_HALF, a_map, &full[s], (int)(q * KS), (int)(j1 * a.m));
-                        if (rows) load_b(s, 0, min(c0, c1), q * KS, tile.col);
-                    }
-                } while (!done);
-            } else {
-                const int64_t first = row_start(a, tile.block_row), blocks = row_start(a, tile.block_row + 1) - first;
-                for (int64_t step = 0, steps = steps_of(blocks); step < steps; step++, t++) {
-                    const int64_t slices = a.k / KS;
-                    const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
-                    const int used = filled(blocks, step);
-                    const int s = open_stage(0, used * (A_SLOT + B_SLOT));
-                    for (int slot = 0; slot < used; slot++) {
-                        tma_load_2d(ring + s * STAGE_BYTES + slot * A_SLOT, a_map, &full[s], (int)q, (int)((jb + slot) * a.m));
-                        load_b(s, slot, a.indices[jb + slot], q, tile.col);
-                    }
+        // An unpaired row's stages: a KS-wide slice of a block or SLOTS blocks whole each.
+        auto produce_row = [&](int64_t first, int64_t blocks, int64_t col) {
+            for (int64_t step = 0, steps = steps_of(blocks); step < steps; step++, t++) {
+                const int64_t slices = a.k / KS;
+                const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
+                const int used = filled(blocks, step);
+                const int s = open_stage(0, used * (A_SLOT + B_SLOT));
+                for (int slot = 0; slot < used; slot++) {
+                    tma_load_2d(ring + s * STAGE_BYTES + slot * A_SLOT, a_map, &full[s], (int)q, (int)((jb + slot) * a.m));
+                    load_b(s, slot, a.indices[jb + slot], q, col);
+                }
+            }
+        };
+        const int64_t end = tiles();
+        if constexpr (COUNTER) {
+            // Block b takes tile b, then gridDim.x plus each next count of a.out2 (zeroed before
+            // the launch), so blocks that drew short tiles take more. The producer draws and
+            // decodes a tile one ahead of the one it loads (the atomic's and the row's latencies
+            // hide behind a tile's loads).
+            auto tile_at = [&](int64_t b) {
+                if (b >= end) return QueuedTile{0, 0, 0, -1};
+                const WgTile w = wg_tile<1, true>(a, b);
+                const int64_t first = row_start(a, w.block_row);
+                return QueuedTile{(int)w.block_row, (int)w.col, (int)first, (int)(row_start(a, w.block_row + 1) - first)};
+            };
+            auto draw = [&] { return (int64_t)gridDim.x + (int64_t)atomicAdd((unsigned long long*)a.out2, 1ull); };
+            QueuedTile tile = tile_at(blockIdx.x);
+            int64_t drawn = draw();
+            for (int j = 0;; j++) {
+                const int q = j % WG_TILE_QUEUE;
+                if (j >= WG_TILE_QUEUE) barrier_wait(&tile_empty[q], (j / WG_TILE_QUEUE - 1) & 1);
+                queue[q] = tile;
+                barrier_arrive(&tile_full[q]);
+                if (tile.blocks < 0) break;
+                const QueuedTile next = tile_at(drawn);  // issued now, needed after this tile's loads
+                if (drawn < end) drawn = draw();
+                produce_row(tile.first, tile.blocks, tile.col);
+                tile = next;
+            }
+        } else {
+            for (int64_t b = blockIdx.x; b < end; b += gridDim.x) {
+                const WgTile tile = wg_tile<ROWS>(a, b);
+                if constexpr (PAIRS) {
+                    // Two-pointer walk of both rows' blocks: each stored block is met once (in any
+                    // order); a column both rows hold in turn is one stage for both.
+                    int64_t i0 = row_start(a, tile.block_row), i1 = row_start(a, tile.block_row + 1);
+                    const int64_t e0 = i1, e1 = tile.block_row + 1 < a.ldaux ? row_start(a, tile.block_row + 2) : i1;
+                    constexpr int PAST = 0x7fffffff;  // the column of a row's end
+                    bool done;
+                    do {
+                        const int c0 = i0 < e0 ? a.indices[i0] : PAST, c1 = i1 < e1 ? a.indices[i1] : PAST;
+                        const int rows = (i0 < e0 && c0 <= c1) | (i1 < e1 && c1 <= c0) << 1;  // 0: an empty pair
+                        const int64_t j0 = i0, j1 = i1;
+                        i0 += rows & 1, i1 += rows >> 1;
+                        done = i0 == e0 && i1 == e1;
+                        for (int64_t q = 0, slices = rows ? a.k / KS : 1; q < slices; q++, t++) {
+                            const int s = open_stage(rows | (done && q == slices - 1 ? STAGE_LAST : 0),
+                                                     __popc(rows) * A_HALF + (rows ? B_SLOT : 0));
+                            if (rows & 1) tma_load_2d(ring + s * STAGE_BYTES, a_map, &full[s], (int)(q * KS), (int)(j0 * a.m));
+                            if (rows & 2)
+                                tma_load_2d(ring + s * STAGE_BYTES + A_HALF, a_map, &full[s], (int)(q * KS), (int)(j1 * a.m));
+                            if (rows) load_b(s, 0, min(c0, c1), q * KS, tile.col);
+                        }
+                    } while (!done);
+                } else {
+                    const int64_t first = row_start(a, tile.block_row);
+                    produce_row(first, row_start(a, tile.block_row + 1) - first, tile.col);
                 }
             }
         }
@@ -251,10 +298,9 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     HeldTile<TC, N> held;
     held.next = held.CHUNKS;  // nothing held yet
     int64_t t = 0;
-    for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
-        const WgTile tile = wg_tile<ROWS>(a, b);
+    // One tile: its stages, then its C held or stored.
+    auto consume = [&](const WgTile& tile, int64_t blocks) {  // blocks: an unpaired row's
         // a pair's stages run until the producer's last one; an unpaired row's are known from it
-        const int64_t blocks = PAIRS ? 0 : row_start(a, tile.block_row + 1) - row_start(a, tile.block_row);
         int64_t steps = PAIRS ? INT64_MAX : steps_of(blocks);
         float d[N / 2];
 #pragma unroll
@@ -302,11 +348,27 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
                 const int64_t warp_rows = row_end - (row - lane / 4), part_cols = a.n - (col - 2 * (lane % 4));
                 held.hold(d, (TC*)a.y + row * a.ldy + col, a.ldy, row_end - row, a.n - col, (float)a.alpha,
                           octs && warp_rows >= 16 && part_cols >= N);
-                continue;
+                return;
             }
         }
-        if (row >= row_end) continue;
+        if (row >= row_end) return;
         store_fragment<TC, N>(d, (TC*)a.y + row * a.ldy + col, a.ldy, row_end - row, a.n - col, pairs, a);
+    };
+    if constexpr (COUNTER) {
+        for (int j = 0;; j++) {  // lane 0 takes each tile (the thread that frees its slot) and passes it on
+            const int q = j % WG_TILE_QUEUE;
+            barrier_wait(&tile_full[q], (j / WG_TILE_QUEUE) & 1);
+            QueuedTile queued{};
+            if (lane == 0) queued = queue[q], barrier_arrive(&tile_empty[q]);
+            const int blocks = __shfl_sync(~0u, queued.blocks, 0);
+            if (blocks < 0) break;
+            consume({__shfl_sync(~0u, queued.block_row, 0), __shfl_sync(~0u, queued.col, 0)}, blocks);
+        }
+    } else {
+        for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
+            const WgTile tile = wg_tile<ROWS>(a, b);
+            consume(tile, PAIRS ? 0 : row_start(a, tile.block_row + 1) - row_start(a, tile.block_row));
+        }
     }
     if constexpr (HOLDS) {
         if (holding) held.store_rest();

@@ -1,7 +1,7 @@
 //! Block-sparse (BSR) matrices: bm x bk row-major blocks, int32 block structure.
 
 use super::context::{Backend, Context, Stream};
-use super::csr::CsrView;
+use super::csr::{as_bytes, CsrView};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
 use super::{checked_product, size_arg};
@@ -24,8 +24,9 @@ pub struct Bsr {
     pub indices: Arc<Buffer>,
     /// nnzb * bm * bk values, block after block, each block row-major.
     pub values: Dense,
-    /// The outcome of the structure check (see `Csr::expect_valid`).
-    structure: OnceLock<Result<()>>,
+    /// The outcome of the structure check (see `Csr::expect_valid`) and, where it passed, the
+    /// block rows in `heavy_first` order.
+    structure: OnceLock<Result<Arc<Buffer>>>,
 }
 
 pub struct BsrShape {
@@ -62,6 +63,15 @@ impl BsrShape {
     }
 }
 
+/// Validates a host view of the block structure and uploads its rows in `Bsr::heavy_first`
+/// order.
+fn checked_order(ctx: &Arc<Context>, view: &CsrView<'_, i32>) -> Result<Arc<Buffer>> {
+    view.validate("bsr")?;
+    let mut order: Vec<i32> = (0..view.m as i32).collect();
+    order.sort_by_key(|&r| std::cmp::Reverse(view.row(r as usize).len())); // stable
+    ctx.upload("bsr row order", as_bytes(&order))
+}
+
 impl Bsr {
     /// Validates host arrays and copies them into memory owned by the context.
     ///
@@ -77,12 +87,12 @@ impl Bsr {
     ) -> Result<Bsr> {
         let view =
             CsrView { m: s.mb, k: s.kb, indptr: host_slice(indptr, s.mb + 1), indices: host_slice(indices, s.nnzb) };
-        view.validate("bsr")?;
+        let order = checked_order(ctx, &view)?;
         let indptr = ctx.upload("bsr indptr", host_slice(indptr as *const u8, (s.mb + 1) * 4))?;
         let indices = ctx.upload("bsr indices", host_slice(indices as *const u8, s.nnzb * 4))?;
         let values = ctx.upload("bsr values", host_slice(values, s.value_count() * s.dtype.size()))?;
         let bsr = Bsr::assemble(ctx, s, indptr, indices, values);
-        bsr.structure.get_or_init(|| Ok(()));
+        bsr.structure.get_or_init(|| Ok(order));
         Ok(bsr)
     }
 
@@ -132,20 +142,32 @@ impl Bsr {
     }
 
     pub fn validate(&self, stream: &Stream) -> Result<()> {
+        self.on_structure(stream, |view| view.validate("bsr"))
+    }
+
+    /// f applied to a host view of the block structure (downloaded from a GPU).
+    fn on_structure<R>(&self, stream: &Stream, f: impl FnOnce(&CsrView<'_, i32>) -> Result<R>) -> Result<R> {
         match stream.ctx.backend {
             // SAFETY: CPU contexts hold host memory.
-            Backend::Cpu(_) => unsafe { self.view() }.validate("bsr"),
+            Backend::Cpu(_) => f(&unsafe { self.view() }),
             Backend::Cuda(_) => {
                 let indptr = crate::cuda::download::<i32>(stream, &self.indptr, self.mb + 1)?;
                 let indices = crate::cuda::download::<i32>(stream, &self.indices, self.nnzb)?;
-                CsrView { m: self.mb, k: self.kb, indptr: &indptr, indices: &indices }.validate("bsr")
+                f(&CsrView { m: self.mb, k: self.kb, indptr: &indptr, indices: &indices })
             }
         }
     }
 
     /// Fails unless the structure is valid, checking a wrapped matrix once.
     pub fn expect_valid(&self, stream: &Stream) -> Result<()> {
-        self.structure.get_or_init(|| self.validate(stream)).clone()
+        self.heavy_first(stream).map(|_| ())
+    }
+
+    /// The block rows (int32), most stored blocks first and rows of equal length in order: the
+    /// order in which bsrmm's Hopper kernel hands out its tiles, so that the long rows start
+    /// early and the short ones fill the tail. Built with the structure check, once.
+    pub fn heavy_first(&self, stream: &Stream) -> Result<Arc<Buffer>> {
+        self.structure.get_or_init(|| self.on_structure(stream, |view| checked_order(&self.ctx, view))).clone()
     }
 
     pub fn rows(&self) -> usize {

@@ -840,10 +840,17 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
                                                         // the ring of stages, and 1 KB to align it to the swizzle atoms
     let shared = (tile_m + WG_TILE_COLS) * WG_RING_K * esize + 1024;
-    let args = &Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
+    let mut args = Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
+    // 128-row blocks: tiles from a counter (zeroed in stream order, the scratch held until the
+    // launch is queued), block rows longest first
+    let counter = if a.bm == 128 { Some(scratch(s, 8)?) } else { None };
+    if let Some(counter) = &counter {
+        zero_device(gpu, stream, counter.ptr, 8)?;
+        args = Args { order: a.heavy_first(s)?.addr(), out2: counter.ptr, ..args };
+    }
     let function = gpu.kernel(BSRMM_WGMMA, Some(a.values.dtype), Some(c.dtype))?;
     let grid = Grid::new((blocks, 1), (WG_THREADS, 1));
-    gpu.launch_with_maps(stream, function, grid, [&a_map, &b_map], args, shared as u32)
+    gpu.launch_with_maps(stream, function, grid, [&a_map, &b_map], &args, shared as u32)
 }
 
 /// bsrmm with the algorithm the plan chose (`core::plan::BsrmmCall` says which fit).
