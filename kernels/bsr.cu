@@ -128,7 +128,8 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 #define WG_BOX 64             // columns of one TMA box of B (128 bytes)
 #define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
 #define WG_THREADS 384
-#define WG_TILE_QUEUE 4       // tiles the producer may draw ahead of the consumers (COUNTER)
+#define WG_TILE_QUEUE 4       // tiles the producer may draw ahead of the consumers (COUNTER; its
+                              // barriers and tiles take 128 bytes after the ring)
 
 // What a pair's stage holds (info[s]): bit h where block row 2p + h has its block, and
 // STAGE_LAST on its tile's last stage.
@@ -174,8 +175,11 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     // COUNTER (128-row blocks): tiles from a.out2's counter, rows longest first; the producer
     // passes each to the consumers through a queue
     constexpr bool COUNTER = TILE_ROWS == 128 && !PAIRS;
-    __shared__ uint64_t tile_full[WG_TILE_QUEUE], tile_empty[WG_TILE_QUEUE];
-    __shared__ QueuedTile queue[WG_TILE_QUEUE];
+    // (in the dynamic shared memory after the ring: static arrays shift every instantiation's
+    // barriers, and the 64- and 32-row paths ran 5-10 % slower with them, bench/NOTES.md)
+    uint64_t* tile_full = (uint64_t*)(ring + WG_STAGES * STAGE_BYTES);
+    uint64_t* tile_empty = tile_full + WG_TILE_QUEUE;
+    QueuedTile* queue = (QueuedTile*)(tile_empty + WG_TILE_QUEUE);
 
     auto tiles = [&] { return (a.ldaux + ROWS - 1) / ROWS * ((a.n + TILE_COLS - 1) / TILE_COLS); };
     // Unpaired rows: a step fills one stage, a KS-wide slice of a block (KS = 64 <= bk) or SLOTS

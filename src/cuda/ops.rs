@@ -818,6 +818,8 @@ const WG_THREADS: u32 = 384;
 const WG_TILE_COLS: u64 = 256;
 const WG_RING_K: u64 = 256;
 const WG_BOX: u32 = 64;
+/// The tile counter's queue after the ring (128-row blocks): 4 tiles of 16 bytes and 8 barriers.
+const WG_TILE_QUEUE_BYTES: u64 = 4 * 16 + 8 * 8;
 
 /// `Args::variant` of bsrmm:wgmma_pairs (kernels/bsr.cu, BSRMM_PAIRS).
 const BSRMM_PAIRS: i64 = 1;
@@ -839,7 +841,7 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let tiles = strips * (c.cols as u64).div_ceil(WG_TILE_COLS);
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
                                                         // the ring of stages, and 1 KB to align it to the swizzle atoms
-    let shared = (tile_m + WG_TILE_COLS) * WG_RING_K * esize + 1024;
+    let shared = (tile_m + WG_TILE_COLS) * WG_RING_K * esize + 1024 + if a.bm == 128 { WG_TILE_QUEUE_BYTES } else { 0 };
     let mut args = Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
     // 128-row blocks: tiles from a counter (zeroed in stream order, the scratch held until the
     // launch is queued), block rows longest first
