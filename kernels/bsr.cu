@@ -157,7 +157,7 @@ struct QueuedTile {
     int block_row, col, first, blocks;  // first: the row's first stored block; blocks < 0: no more tiles
 };
 
-template <class T, class TC, int TILE_ROWS, int KS, bool PAIRS>
+template <class T, class TC, int TILE_ROWS, int KS, bool PAIRS, bool COUNTER = false>
 __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using namespace hopper;
@@ -172,11 +172,9 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
     __shared__ uint32_t info[WG_STAGES];
-    // COUNTER (128-row blocks): tiles from a.out2's counter, rows longest first; the producer
-    // passes each to the consumers through a queue
-    constexpr bool COUNTER = TILE_ROWS == 128 && !PAIRS;
-    // (in the dynamic shared memory after the ring: static arrays shift every instantiation's
-    // barriers, and the 64- and 32-row paths ran 5-10 % slower with them, bench/NOTES.md)
+    // COUNTER (128-row blocks, a kernel of its own): tiles from a.out2's counter, rows longest
+    // first; the producer passes each to the consumers through a queue after the ring
+    static_assert(!COUNTER || (TILE_ROWS == 128 && !PAIRS), "the counter serves 128-row blocks");
     uint64_t* tile_full = (uint64_t*)(ring + WG_STAGES * STAGE_BYTES);
     uint64_t* tile_empty = tile_full + WG_TILE_QUEUE;
     QueuedTile* queue = (QueuedTile*)(tile_empty + WG_TILE_QUEUE);
@@ -380,9 +378,12 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
 #endif
 }
 
-// The instantiation for the blocks' shape: 128-row tiles for 128-row blocks and for pairs of
-// 64-row blocks' rows (bsrmm:wgmma_pairs, a.variant), K slices of the blocks' columns up to 64.
-// (One kernel: the pairs built as a kernel of their own ran 7-9 % slower, bench/NOTES.md.)
+// The instantiation for the blocks' shape: pairs of 64-row blocks' rows in 128-row tiles
+// (bsrmm:wgmma_pairs, a.variant), or one 64-row block row a tile; K slices of the blocks'
+// columns up to 64. 128-row blocks run in bsrmm_wgmma_counter; their tiles in fixed order stay
+// compiled here because without them ptxas schedules the pairs 5-10 % slower, and the pairs
+// built as a kernel of their own ran 7-9 % slower (bench/NOTES.md, "bsrmm: two block rows a
+// tile" and "bsrmm: 128-row tiles from a counter").
 template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_shapes(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
     if (a.m == 128) {
         if (a.k >= 64) bsrmm_wgmma<T, TC, 128, 64, false>(a_map, b_map, a);
@@ -397,11 +398,19 @@ template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_shapes(
     }
 }
 
+// 128-row blocks: tiles drawn from a counter, block rows longest first.
+template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_counter(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+    if (a.k >= 64) bsrmm_wgmma<T, TC, 128, 64, false, true>(a_map, b_map, a);
+    else if (a.k == 32) bsrmm_wgmma<T, TC, 128, 32, false, true>(a_map, b_map, a);
+    else bsrmm_wgmma<T, TC, 128, 16, false, true>(a_map, b_map, a);
+}
+
 #define BSRMM(T, TN, TC, TCN) EVS_KERNEL(bsrmm_simt_##TN##_##TCN, (256), (bsrmm_simt<T, TC>))
 #define BSRMM_TC(T, TN, TC, TCN)                                         \
     EVS_KERNEL(bsrmm_wmma_##TN##_##TCN, (128), (bsrmm_wmma<T, TC>))     \
     EVS_KERNEL(bsrmm_tiled_##TN##_##TCN, (256), (bsrmm_tiled<T, TC>))   \
-    EVS_MAPS_KERNEL(bsrmm_wgmma_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_shapes<T, TC>))
+    EVS_MAPS_KERNEL(bsrmm_wgmma_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_shapes<T, TC>)) \
+    EVS_MAPS_KERNEL(bsrmm_wgmma_counter_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_counter<T, TC>))
 #define BSRMM_OUTS(X, T, TN) X(T, TN, T, TN) X(T, TN, float, f32)
 BSRMM_OUTS(BSRMM, f16, f16)
 BSRMM_OUTS(BSRMM, bf16, bf16)

@@ -76,6 +76,7 @@ families! {
     DENSE_PRE = "dense_pre",
     DENSE_POST = "dense_post",
     BSRMM_WGMMA = "bsrmm_wgmma",
+    BSRMM_WGMMA_COUNTER = "bsrmm_wgmma_counter",
     BSRMM_TILED = "bsrmm_tiled",
     BSRMM_WMMA = "bsrmm_wmma",
     BSRMM_SIMT = "bsrmm_simt",
