@@ -49,7 +49,10 @@ class Evs:
         return self.ctx.wrap(a, self.stream)
 
     def csr(self, a):
-        h = evsparse.CSR(a.indptr, a.indices, a.data, shape=a.shape, ctx=self.ctx, validate=False)
+        # copied into evsparse, as evs_csr_create makes a matrix from a C program's arrays: T then
+        # reads the weights from a column-order copy (wrapped arrays, whose weights the caller may
+        # change at any time, are read through the transpose's permutation)
+        h = evsparse.CSR(a.indptr, a.indices, a.data, shape=a.shape, ctx=self.ctx, validate=False, copy=True)
         h.analyse(self.stream)
         return h
 

@@ -632,7 +632,10 @@ evs_status evs_dense_data(const struct evs_dense *dense,
  * context's device. `index_type` is `EVS_DTYPE_I32` or `EVS_DTYPE_I64` (the type of
  * `indptr`, m + 1 values); `indices` holds nnz int32 column indices (unsorted and duplicate
  * indices are allowed; duplicates add up). `weights` is NULL for a homogeneous matrix whose
- * entries all weigh `homo_weight`, else nnz values of `dtype`.
+ * entries all weigh `homo_weight`, else nnz values of `dtype`. On CPU contexts T products
+ * with float inputs keep a copy of hetero weights in column order (built at their first use,
+ * refreshed after plasticity or a weights view), so that they read them in step with the
+ * transpose's columns.
  *
  * @param ctx         context whose device holds the matrix
  * @param m           rows (>= 0)
@@ -671,7 +674,9 @@ evs_status evs_csr_create(struct evs_context *ctx,
 /**
  * Wraps CSR arrays the caller owns (zero-copy; device memory on CUDA contexts). Arguments
  * as for `evs_csr_create`. The structure is trusted: call `evs_csr_validate` to check it.
- * The structure must not change while the handle lives; hetero weights may.
+ * The structure must not change while the handle lives; hetero weights may (so T products
+ * on CPU contexts read them through the transpose's permutation, not from a column-order
+ * copy as for matrices from `evs_csr_create`).
  *
  * @param ctx         context whose device holds the matrix
  * @param m           rows (>= 0)
@@ -789,8 +794,9 @@ evs_status evs_csr_types(const struct evs_csr *csr,
 
 /**
  * A new 1-D dense handle viewing the heterogeneous weights (nnz elements, zero-copy), to read
- * or write them with the dense functions. Destroy it with `evs_dense_destroy`; it keeps the
- * weights alive. Fails with `EVS_ERROR_INVALID_VALUE` on a homogeneous matrix.
+ * or write them with the dense functions or through `evs_dense_data`'s pointer while the view
+ * lives. Destroy it with `evs_dense_destroy`; it keeps the weights alive. Fails with
+ * `EVS_ERROR_INVALID_VALUE` on a homogeneous matrix.
  *
  * @param csr a heterogeneous matrix
  * @param out receives the new dense handle; untouched on failure

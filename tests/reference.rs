@@ -129,6 +129,77 @@ fn plasticity_clips_only_touched_synapses() {
     }
 }
 
+/// T's gather along the CSC mirror (CPU: with the weights copied in CSC order where the matrix
+/// sees every write) after each way the weights change: plasticity, a view's pointer while the
+/// view lives and before it is dropped, and the caller's memory under a wrapped matrix.
+#[test]
+fn t_gather_follows_every_weight_write() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    for round in 0..20 {
+        let a = random_csr(&mut rng);
+        let n = 1 + round % 5;
+        let b: Vec<f64> = (0..a.m * n).map(|_| rng.unit()).collect();
+        let bd = common::upload(&ctx, &s, DType::F64, (2, a.m, n), &b);
+        let check = |what: &str, csr: &Csr, w: &[f64]| {
+            let mut want = vec![0.0; a.k * n];
+            for (r, c, j) in entries(&a) {
+                (0..n).for_each(|q| want[c * n + q] += w[j] * b[r * n + q]);
+            }
+            let cd = common::upload(&ctx, &s, DType::F64, (2, a.k, n), &vec![f64::NAN; a.k * n]);
+            ops::spmm(&s, Op::T, InputKind::Float, 1.0, csr, &bd, 0.0, &cd, false).unwrap();
+            assert_close(what, &read(&s, &cd), &want);
+        };
+        let owned = upload(&ctx, &a);
+        let mut w = a.w.clone();
+        check("before any write", &owned, &w);
+        // plasticity (post: the entries of spiking columns move by their row's trace)
+        let spikes: Vec<f64> = (0..a.k).map(|_| (rng.below(2) == 0) as u8 as f64).collect();
+        let trace: Vec<f64> = (0..a.m).map(|_| rng.unit()).collect();
+        let (sd, td) = (vector(&ctx, &s, &spikes), vector(&ctx, &s, &trace));
+        ops::csr_plasticity(&s, true, &owned, Spikes::Events(&sd), &td, -0.3, 0.3).unwrap();
+        for (r, c, j) in entries(&a) {
+            if spikes[c] > 0.0 {
+                w[j] = (w[j] + trace[r]).clamp(-0.3, 0.3);
+            }
+        }
+        check("after plasticity", &owned, &w);
+        if !ctx.is_cpu() {
+            continue; // the rest writes host memory
+        }
+        // a view: written through its pointer while it lives, then again just before it goes
+        let view = owned.weights_view().unwrap();
+        let write_through = |w: &mut Vec<f64>| {
+            // SAFETY: the view holds nnz f64 weights in host memory (CPU context).
+            let through = unsafe { view.slice_mut::<f64>() };
+            through.iter_mut().for_each(|x| *x = *x * 0.5 + 1.0);
+            w.clone_from_slice(through);
+        };
+        write_through(&mut w);
+        check("a live view written", &owned, &w);
+        write_through(&mut w);
+        drop(view);
+        check("a dropped view's writes", &owned, &w);
+        // the caller's memory under a wrapped matrix, written between two products
+        let (mut indptr, mut indices, mut caller_w) = (a.indptr.clone(), a.indices.clone(), a.w.clone());
+        let shape = CsrShape::new(a.m as i64, a.k as i64, a.indices.len() as i64, DType::I64, DType::F64).unwrap();
+        let (pi, pj, pw) = (indptr.as_mut_ptr() as *mut u8, indices.as_mut_ptr(), caller_w.as_mut_ptr());
+        // (the arrays outlive `wrapped` and hold the shape's entries)
+        let wrapped = Csr::wrap(&ctx, shape, pi, pj, Some(pw as *mut u8), 0.0).unwrap();
+        check("wrapped", &wrapped, &a.w);
+        // SAFETY: pw points at caller_w's nnz weights, which no product reads meanwhile.
+        let written: Vec<f64> = unsafe { std::slice::from_raw_parts_mut(pw, a.w.len()) }
+            .iter_mut()
+            .map(|x| {
+                *x = -*x;
+                *x
+            })
+            .collect();
+        check("wrapped, written by the caller", &wrapped, &written);
+        drop(wrapped);
+    }
+}
+
 #[test]
 fn csr_to_csc_is_a_stable_mirror() {
     let (ctx, s) = setup();

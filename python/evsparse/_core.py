@@ -391,13 +391,15 @@ class CSR(Sparse):
 
     Arrays on the context's device are wrapped without copying and, unless validate=False,
     checked (on CUDA that waits for the stream); the caller keeps them unchanged (weights may
-    change) while the matrix lives. Host arrays given to a CUDA context are copied to the GPU
-    and checked. `ctx` defaults to the shared context of the arrays' device."""
+    change) while the matrix lives. Host arrays given to a CUDA context, or to a CPU context with
+    copy=True, are copied into the matrix and checked (on the CPU, T products then read its
+    weights from a column-order copy instead of through the transpose's permutation). `ctx`
+    defaults to the shared context of the arrays' device."""
 
     _destroy = "evs_csr_destroy"
 
     def __init__(self, indptr, indices, weights=None, *, shape, homo_weight=1.0, dtype=None, ctx=None,
-                 validate=True, stream=None):
+                 validate=True, stream=None, copy=False):
         arrays = [indptr, indices] + ([weights] if weights is not None else [])
         ctx = ctx or Context.for_device(*_dlpack.device_of(indptr))
         views, on_device = self._structure(ctx, arrays, ["indptr", "indices", "weights"][:len(arrays)])
@@ -410,10 +412,11 @@ class CSR(Sparse):
             raise ValueError(f"indptr has {count(views[0])} entries; a matrix of {m} rows needs {m + 1}")
         args = (ctx, m, k, count(views[1]), DTYPES[index_dtype], views[0].data or None, views[1].data or None,
                 dtype_code(weight_dtype), views[2].data or None if weights is not None else None, float(homo_weight))
-        super().__init__(created("evs_csr_wrap" if on_device else "evs_csr_create", *args),
-                         (ctx, *(views if on_device else ())))
+        wrapped = on_device and not (copy and on_host(views[0]))
+        super().__init__(created("evs_csr_wrap" if wrapped else "evs_csr_create", *args),
+                         (ctx, *(views if wrapped else ())))
         self.ctx = ctx
-        if on_device and validate:
+        if wrapped and validate:
             call("evs_csr_validate", resolve_stream(ctx, stream, arrays), self)
 
     @classmethod

@@ -170,6 +170,34 @@ def test_copied_csr_weights_view(xp):
     np.testing.assert_array_equal(back, weights.astype(np.float32))
 
 
+def test_csr_copy_on_cpu(xp):
+    """copy=True copies host arrays on the CPU too; T products follow writes through weights()."""
+    if xp.device != "cpu":
+        return
+    r = rng(8)
+    indptr, indices, weights = random_csr(r, 12, 9)
+    weights = weights.astype(np.float32)
+    ctx = evs.Context("cpu")
+    stream = ctx.stream()
+    a = evs.CSR(indptr, indices, weights, shape=(12, 9), ctx=ctx, copy=True)
+    weights[:] = 0  # copied: the caller's array is not the matrix's
+    dense = np.zeros((12, 9))
+    for row in range(12):
+        np.add.at(dense[row], indices[indptr[row]:indptr[row + 1]], 1.0)
+    b = r.standard_normal((12, 3)).astype(np.float32)
+    for scale in (1.0, 3.0):
+        c = np.full((9, 3), POISON, np.float32)
+        evs.spmm(a, b, c, op="T")
+        view, w = a.weights(), np.zeros(len(indices), np.float32)
+        view.copy_to_host(w, stream)
+        want = np.zeros((12, 9))
+        for row in range(12):
+            np.add.at(want[row], indices[indptr[row]:indptr[row + 1]], w[indptr[row]:indptr[row + 1]])
+        close(c, want.T @ b.astype(np.float64), "float32")
+        view.copy_from_host(w * 3.0, stream)  # the next product reads the new weights
+        del view
+
+
 def test_bsrmm(xp):
     r = rng(6)
     dtype = "float32" if xp.device == "cpu" else "float16"

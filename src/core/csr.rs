@@ -11,8 +11,8 @@ use crate::dtype::{with_float, Acc, DType, Float};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// An indptr element type (int32 or int64).
 pub trait Index: Copy + Send + Sync + 'static {
@@ -195,6 +195,28 @@ pub struct Csr {
     /// Copies of the structure taken from the device so far (tests check that analysis takes
     /// at most one).
     downloads: AtomicUsize,
+    /// CPU contexts: the weights in CSC order, for T's gather along the mirror (see
+    /// `csc_weights`), with the `weight_writes` count they were copied at.
+    csc_weights: Mutex<Option<Arc<CscWeights>>>,
+    /// Writes to the weights evsparse can see: plasticity, and every view handed out (its
+    /// writes are not seen one by one).
+    weight_writes: AtomicU64,
+}
+
+/// A copy of the hetero weights in CSC order (entry i is `weights[perm[i]]`), in 8-byte words
+/// so that every dtype is aligned.
+pub struct CscWeights {
+    writes: u64,
+    words: Vec<u64>,
+}
+
+impl CscWeights {
+    /// The weights as `T` (the matrix's dtype).
+    pub fn slice<T>(&self, nnz: usize) -> &[T] {
+        assert!(nnz * std::mem::size_of::<T>() <= self.words.len() * 8 && std::mem::align_of::<T>() <= 8);
+        // SAFETY: in bounds and aligned (checked above); the words hold nnz values of T.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const T, nnz) }
+    }
 }
 
 /// Sizes and types shared by the create and wrap entry points.
@@ -313,6 +335,8 @@ impl Csr {
             device_analysis: OnceLock::new(),
             profile: OnceLock::new(),
             downloads: AtomicUsize::new(0),
+            csc_weights: Mutex::new(None),
+            weight_writes: AtomicU64::new(0),
         }
     }
 
@@ -436,6 +460,80 @@ impl Csr {
                 Err(Error::value(format!("{what}: the csr has homogeneous weights; this needs one weight per entry")))
             }
         }
+    }
+
+    /// A view of the hetero weights (zero-copy) for the caller to read or write. Counted as a
+    /// write: the CSC-ordered copy is not trusted again until it is rebuilt after the view is
+    /// gone.
+    pub fn weights_view(&self) -> Result<Dense> {
+        let w = self.hetero_weights("csr weights")?;
+        self.weights_written();
+        Ok(Dense::vector_of(&self.ctx, w.buf.clone(), w.dtype, self.nnz))
+    }
+
+    /// Records a write to the weights (plasticity), so that their CSC-ordered copy is rebuilt
+    /// before its next use.
+    pub fn weights_written(&self) {
+        self.weight_writes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The hetero weights in CSC order (CPU contexts), copied when first asked for and again
+    /// after any write evsparse saw, so that T's gather reads them in step with the mirror
+    /// instead of through its permutation. None where evsparse cannot see every write: wrapped
+    /// weights (the caller's memory), or while a view of them is alive (its pointer may write
+    /// at any time); T then reads through the permutation.
+    pub(crate) fn csc_weights(&self) -> Option<Arc<CscWeights>> {
+        let Weights::Hetero(w) = &self.weights else { return None };
+        // one holder of the buffer: this matrix, so no view is alive
+        if w.buf.is_borrowed() || Arc::strong_count(&w.buf) > 1 || self.nnz == 0 {
+            return None;
+        }
+        let writes = self.weight_writes.load(Ordering::Acquire);
+        let mut cached = self.csc_weights.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(c) = cached.as_mut() {
+            if c.writes != writes {
+                // refilled in place unless a call still reads it (then a fresh copy)
+                let Some(c) = Arc::get_mut(c) else {
+                    *cached = None;
+                    return self.csc_weights_fresh(w, writes, &mut cached);
+                };
+                self.permute_weights(w, &mut c.words);
+                c.writes = writes;
+            }
+            return cached.clone();
+        }
+        self.csc_weights_fresh(w, writes, &mut cached)
+    }
+
+    /// A new CSC-ordered copy into `cached`; None (T reads through the permutation) where its
+    /// memory cannot be had.
+    fn csc_weights_fresh(&self, w: &Dense, writes: u64, cached: &mut Option<Arc<CscWeights>>) -> Option<Arc<CscWeights>> {
+        let len = (self.nnz * w.dtype.size()).div_ceil(8);
+        let mut words = Vec::new();
+        words.try_reserve_exact(len).ok()?;
+        words.resize(len, 0u64);
+        self.permute_weights(w, &mut words);
+        *cached = Some(Arc::new(CscWeights { writes, words }));
+        cached.clone()
+    }
+
+    /// words <- the weights in CSC order (entry i is weights[perm[i]]).
+    fn permute_weights(&self, w: &Dense, words: &mut [u64]) {
+        fn permute<T: Copy + Send + Sync>(src: &[T], perm: &[usize], dst: &mut [T]) {
+            dst.par_iter_mut().zip(perm).for_each(|(d, &p)| *d = src[p]);
+        }
+        let (perm, nnz, at) = (&self.analysis().perm, self.nnz, words.as_mut_ptr() as usize);
+        assert!(words.len() * 8 >= nnz * w.dtype.size());
+        // SAFETY: host memory of nnz weights (CPU context); `words` (at `at`) holds nnz values
+        // of the dtype's size (checked above), aligned to 8 bytes.
+        self.ctx.run(|| unsafe {
+            let bytes = at as *mut u8;
+            match w.dtype.size() {
+                2 => permute(w.slice::<u16>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u16, nnz)),
+                4 => permute(w.slice::<u32>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u32, nnz)),
+                _ => permute(w.slice::<u64>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u64, nnz)),
+            }
+        })
     }
 
     pub fn describe(&self) -> String {

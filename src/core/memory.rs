@@ -67,6 +67,11 @@ impl Buffer {
         Buffer { ptr, bytes, owner: Owner::Device(mem) }
     }
 
+    /// Memory the caller owns (wrapped), where evsparse cannot see every write.
+    pub fn is_borrowed(&self) -> bool {
+        matches!(self.owner, Owner::Caller) && self.bytes > 0
+    }
+
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }

@@ -355,6 +355,7 @@ pub fn csr_plasticity(s: &Stream, post: bool, a: &Csr, spikes: Spikes, trace: &D
     check_plasticity(s, post, a.m, a.k, a.dtype, spikes, trace, ("the csr weights", weights))?;
     check_bounds(lo, hi)?;
     a.expect_valid(s)?;
+    a.weights_written();
     match s.ctx.backend {
         Backend::Cpu(_) => {
             let spikes = spikes.on_host(if post { a.k } else { a.m })?;

@@ -65,7 +65,7 @@ where
                     _ => {
                         let input = Input::of::<T>(p.x, p.kind, gathered)?;
                         // SAFETY (views): P is the index type; host memory.
-                        with_index!(a.index, P => gather::<T, _>(s, &unsafe { a.view::<P>() }, &input, p))
+                        with_index!(a.index, P => gather::<T, _>(s, &unsafe { a.view::<P>() }, &EntryWeights::of(a), &input, p))
                     }
                 }
             }
@@ -77,8 +77,18 @@ where
                     SpmmT::Scatter => {
                         with_index!(a.index, P => spread::<T, _>(&unsafe { a.view::<P>() }, &live, acc, p))
                     }
-                    // csc_gather (`decide` lets no GPU algorithm through)
-                    _ => gather::<T, _>(s, a.analysis(), &Input::of::<T>(p.x, p.kind, gathered)?, p),
+                    // csc_gather (`decide` lets no GPU algorithm through): the weights in CSC
+                    // order where the matrix keeps them, else through the permutation
+                    _ => {
+                        let input = Input::of::<T>(p.x, p.kind, gathered)?;
+                        match a.csc_weights() {
+                            Some(csc) => {
+                                let w = EntryWeights::Hetero(csc.slice::<T>(a.nnz));
+                                gather::<T, _>(s, &InCscOrder(a.analysis()), &w, &input, p)
+                            }
+                            None => gather::<T, _>(s, a.analysis(), &EntryWeights::of(a), &input, p),
+                        }
+                    }
                 }
             }
         }
@@ -383,6 +393,35 @@ impl Lines for Analysis {
     }
 }
 
+/// The columns, along the CSC mirror, with weights already in CSC order (`Csr::csc_weights`):
+/// T's gather reads them in step with the rows, as N's does along the CSR rows.
+struct InCscOrder<'a>(&'a Analysis);
+
+impl Lines for InCscOrder<'_> {
+    const SCATTERED_WEIGHTS: bool = false;
+    fn lines(&self) -> usize {
+        self.0.lines()
+    }
+    fn offset(&self, col: usize) -> usize {
+        self.0.offset(col)
+    }
+    fn across(&self, pos: usize) -> usize {
+        self.0.across(pos)
+    }
+    fn across_run(&self, span: Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        self.0.across_run(span)
+    }
+    fn weight(&self, pos: usize) -> usize {
+        pos
+    }
+    fn prefetch_extent(&self, col: usize) {
+        self.0.prefetch_extent(col)
+    }
+    fn prefetch_entries(&self, span: Range<usize>) {
+        prefetch(&self.0.rowind[span]);
+    }
+}
+
 /// The output, written by several threads at rows no two of them share.
 pub(super) struct SharedRows<T> {
     ptr: *mut T,
@@ -420,9 +459,8 @@ impl<T> SharedRows<T> {
 
 /// Every output row as a sum over the entries it gathers, threads over row ranges of equal
 /// entry counts (or the calling thread alone for a small call).
-fn gather<T: Float, G: Lines>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Product) -> Result<()> {
+fn gather<T: Float, G: Lines>(s: &Stream, g: &G, w: &EntryWeights<T>, input: &Input<T::Acc>, p: &Product) -> Result<()> {
     let (y, n) = (p.y, p.y.cols);
-    let w = EntryWeights::<T>::of(p.a);
     let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
     // SAFETY: T is y's dtype (checked by the op); host memory, written at disjoint rows below.
     let out = unsafe { y.slice_mut::<T>() };
@@ -437,7 +475,7 @@ fn gather<T: Float, G: Lines>(s: &Stream, g: &G, input: &Input<T::Acc>, p: &Prod
         }
         // SAFETY: ranges are disjoint, so are the output rows [rows.start, rows.end) they write.
         let part = unsafe { out.part(rows.start * y.ld, (rows.end - 1) * y.ld + n) };
-        gather_rows::<T, G>(g, rows.clone(), &w, input, n, blend, part, y.ld);
+        gather_rows::<T, G>(g, rows.clone(), w, input, n, blend, part, y.ld);
     };
     if ranges == 1 {
         task(0);
