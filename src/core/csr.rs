@@ -507,7 +507,12 @@ impl Csr {
 
     /// A new CSC-ordered copy into `cached`; None (T reads through the permutation) where its
     /// memory cannot be had.
-    fn csc_weights_fresh(&self, w: &Dense, writes: u64, cached: &mut Option<Arc<CscWeights>>) -> Option<Arc<CscWeights>> {
+    fn csc_weights_fresh(
+        &self,
+        w: &Dense,
+        writes: u64,
+        cached: &mut Option<Arc<CscWeights>>,
+    ) -> Option<Arc<CscWeights>> {
         let len = (self.nnz * w.dtype.size()).div_ceil(8);
         let mut words = Vec::new();
         words.try_reserve_exact(len).ok()?;

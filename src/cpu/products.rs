@@ -459,7 +459,13 @@ impl<T> SharedRows<T> {
 
 /// Every output row as a sum over the entries it gathers, threads over row ranges of equal
 /// entry counts (or the calling thread alone for a small call).
-fn gather<T: Float, G: Lines>(s: &Stream, g: &G, w: &EntryWeights<T>, input: &Input<T::Acc>, p: &Product) -> Result<()> {
+fn gather<T: Float, G: Lines>(
+    s: &Stream,
+    g: &G,
+    w: &EntryWeights<T>,
+    input: &Input<T::Acc>,
+    p: &Product,
+) -> Result<()> {
     let (y, n) = (p.y, p.y.cols);
     let blend = Blend::<T::Acc>::new(p.alpha, p.beta);
     // SAFETY: T is y's dtype (checked by the op); host memory, written at disjoint rows below.
