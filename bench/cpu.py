@@ -23,6 +23,10 @@ import time
 # torch's OpenMP threads otherwise spin after each of its calls, taking the cores from the next
 # evsparse call timed beside it
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# numpy's OpenBLAS (used here only for the reference results; scipy's sparse products and torch,
+# on MKL, do not use it) spins its threads after each call in the same way: a reference product
+# made the next two-thread evsparse row 1.6x slower (bench/NOTES.md)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 import scipy.sparse as sp
