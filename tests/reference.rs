@@ -42,6 +42,14 @@ fn random_csr(rng: &mut Rng) -> Triples {
     Triples { m, k, indptr, indices, w }
 }
 
+/// m x m with `per_row` random columns in every row (nnz above the CPU's inline work bound).
+fn wide_csr(rng: &mut Rng, m: usize, per_row: usize) -> Triples {
+    let indptr = (0..=m).map(|i| (i * per_row) as i64).collect();
+    let indices = (0..m * per_row).map(|_| rng.below(m) as i32).collect();
+    let w = (0..m * per_row).map(|_| rng.unit()).collect();
+    Triples { m, k: m, indptr, indices, w }
+}
+
 fn upload(ctx: &Arc<Context>, a: &Triples) -> Csr {
     let shape = CsrShape::new(a.m as i64, a.k as i64, a.indices.len() as i64, DType::I64, DType::F64).unwrap();
     unsafe {
@@ -137,7 +145,8 @@ fn t_gather_follows_every_weight_write() {
     let (ctx, s) = setup();
     let mut rng = Rng::new();
     for round in 0..20 {
-        let a = random_csr(&mut rng);
+        // round 0 large enough that the column-order copy is made on the thread pool
+        let a = if round == 0 { wide_csr(&mut rng, 1000, 40) } else { random_csr(&mut rng) };
         let n = 1 + round % 5;
         let b: Vec<f64> = (0..a.m * n).map(|_| rng.unit()).collect();
         let bd = common::upload(&ctx, &s, DType::F64, (2, a.m, n), &b);

@@ -522,23 +522,34 @@ impl Csr {
         cached.clone()
     }
 
-    /// words <- the weights in CSC order (entry i is weights[perm[i]]).
+    /// words <- the weights in CSC order (entry i is weights[perm[i]]): on the context's pool
+    /// where that pays, else on the calling thread.
     fn permute_weights(&self, w: &Dense, words: &mut [u64]) {
-        fn permute<T: Copy + Send + Sync>(src: &[T], perm: &[usize], dst: &mut [T]) {
-            dst.par_iter_mut().zip(perm).for_each(|(d, &p)| *d = src[p]);
-        }
         let (perm, nnz, at) = (&self.analysis().perm, self.nnz, words.as_mut_ptr() as usize);
+        let parallel = crate::cpu::worth_sharing_on(&self.ctx, nnz);
+        fn permute<T: Copy + Send + Sync>(src: &[T], perm: &[usize], dst: &mut [T], parallel: bool) {
+            if parallel {
+                dst.par_iter_mut().zip(perm).for_each(|(d, &p)| *d = src[p]);
+            } else {
+                dst.iter_mut().zip(perm).for_each(|(d, &p)| *d = src[p]);
+            }
+        }
         assert!(words.len() * 8 >= nnz * w.dtype.size());
         // SAFETY: host memory of nnz weights (CPU context); `words` (at `at`) holds nnz values
         // of the dtype's size (checked above), aligned to 8 bytes.
-        self.ctx.run(|| unsafe {
+        let run = || unsafe {
             let bytes = at as *mut u8;
             match w.dtype.size() {
-                2 => permute(w.slice::<u16>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u16, nnz)),
-                4 => permute(w.slice::<u32>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u32, nnz)),
-                _ => permute(w.slice::<u64>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u64, nnz)),
+                2 => permute(w.slice::<u16>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u16, nnz), parallel),
+                4 => permute(w.slice::<u32>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u32, nnz), parallel),
+                _ => permute(w.slice::<u64>(), perm, std::slice::from_raw_parts_mut(bytes as *mut u64, nnz), parallel),
             }
-        })
+        };
+        if parallel {
+            self.ctx.run(run)
+        } else {
+            run()
+        }
     }
 
     pub fn describe(&self) -> String {

@@ -18,7 +18,7 @@ pub use events::compact;
 pub use products::{spmm, spmv_spikes};
 pub use sparse::{analyse, csc_mirror, csr_plasticity, csr_to_csc, yw2y};
 
-use crate::core::context::Stream;
+use crate::core::context::{Context, Stream};
 use crate::core::dense::Dense;
 use crate::core::InputKind;
 use crate::dtype::{with_float, Acc, DType, Event, Float};
@@ -269,7 +269,12 @@ impl Rule<'_> {
 /// threads: below the plan's inline bound, handing it to the pool and waiting costs more than
 /// the work.
 fn worth_sharing(st: &Stream, work: usize) -> bool {
-    work >= crate::core::plan::CPU.inline_work_max && st.ctx.threads() > 1
+    worth_sharing_on(&st.ctx, work)
+}
+
+/// `worth_sharing` for work outside a call's stream (a matrix's derived arrays).
+pub(crate) fn worth_sharing_on(ctx: &Context, work: usize) -> bool {
+    work >= crate::core::plan::CPU.inline_work_max && ctx.threads() > 1
 }
 
 /// Runs `body(i, item)` for each item: on the context's pool (at least `min_len` items a task)
