@@ -24,9 +24,9 @@ pub struct Bsr {
     pub indices: Arc<Buffer>,
     /// nnzb * bm * bk values, block after block, each block row-major.
     pub values: Dense,
-    /// The outcome of the structure check (see `Csr::expect_valid`) and, where it passed, the
-    /// block rows in `heavy_first` order.
-    structure: OnceLock<Result<Arc<Buffer>>>,
+    /// The outcome of the structure check (see `Csr::expect_valid`) and, where it passed and a
+    /// kernel reads it, the block rows in `heavy_first` order.
+    structure: OnceLock<Result<Option<Arc<Buffer>>>>,
 }
 
 pub struct BsrShape {
@@ -63,13 +63,22 @@ impl BsrShape {
     }
 }
 
-/// Validates a host view of the block structure and uploads its rows in `Bsr::heavy_first`
-/// order.
-fn checked_order(ctx: &Arc<Context>, view: &CsrView<'_, i32>) -> Result<Arc<Buffer>> {
+/// Whether bsrmm reads the block rows in `Bsr::heavy_first` order: its GPU kernel for 128-row
+/// blocks, which hands out tiles from a counter.
+fn orders_rows(ctx: &Context, bm: usize) -> bool {
+    matches!(ctx.backend, Backend::Cuda(_)) && bm == 128
+}
+
+/// Validates a host view of the block structure and, where a kernel reads it, uploads its rows
+/// in `Bsr::heavy_first` order.
+fn checked_order(ctx: &Arc<Context>, bm: usize, view: &CsrView<'_, i32>) -> Result<Option<Arc<Buffer>>> {
     view.validate("bsr")?;
+    if !orders_rows(ctx, bm) {
+        return Ok(None);
+    }
     let mut order: Vec<i32> = (0..view.m as i32).collect();
     order.sort_by_key(|&r| std::cmp::Reverse(view.row(r as usize).len())); // stable
-    ctx.upload("bsr row order", as_bytes(&order))
+    ctx.upload("bsr row order", as_bytes(&order)).map(Some)
 }
 
 impl Bsr {
@@ -87,7 +96,7 @@ impl Bsr {
     ) -> Result<Bsr> {
         let view =
             CsrView { m: s.mb, k: s.kb, indptr: host_slice(indptr, s.mb + 1), indices: host_slice(indices, s.nnzb) };
-        let order = checked_order(ctx, &view)?;
+        let order = checked_order(ctx, s.bm, &view)?;
         let indptr = ctx.upload("bsr indptr", host_slice(indptr as *const u8, (s.mb + 1) * 4))?;
         let indices = ctx.upload("bsr indices", host_slice(indices as *const u8, s.nnzb * 4))?;
         let values = ctx.upload("bsr values", host_slice(values, s.value_count() * s.dtype.size()))?;
@@ -160,14 +169,21 @@ impl Bsr {
 
     /// Fails unless the structure is valid, checking a wrapped matrix once.
     pub fn expect_valid(&self, stream: &Stream) -> Result<()> {
-        self.heavy_first(stream).map(|_| ())
+        self.checked(stream).map(|_| ())
+    }
+
+    /// The structure check's outcome, once: with it the block rows in `heavy_first` order where
+    /// a kernel reads them.
+    fn checked(&self, stream: &Stream) -> Result<Option<Arc<Buffer>>> {
+        self.structure.get_or_init(|| self.on_structure(stream, |view| checked_order(&self.ctx, self.bm, view))).clone()
     }
 
     /// The block rows (int32), most stored blocks first and rows of equal length in order: the
-    /// order in which bsrmm's Hopper kernel hands out its tiles, so that the long rows start
-    /// early and the short ones fill the tail. Built with the structure check, once.
+    /// order in which bsrmm's Hopper kernel for 128-row blocks hands out its tiles, so that the
+    /// long rows start early and the short ones fill the tail. Built with the structure check,
+    /// once, on GPU contexts for 128-row blocks only.
     pub fn heavy_first(&self, stream: &Stream) -> Result<Arc<Buffer>> {
-        self.structure.get_or_init(|| self.on_structure(stream, |view| checked_order(&self.ctx, view))).clone()
+        self.checked(stream)?.ok_or_else(|| Error::internal("bsr row order: built for 128-row blocks on a GPU only"))
     }
 
     pub fn rows(&self) -> usize {

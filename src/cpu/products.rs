@@ -52,7 +52,7 @@ where
                     InputKind::Events => Some(LiveRows::of::<T>(p.x, p.kind, live_rows, input)?),
                     InputKind::Float => None,
                 };
-                let live_entries = live.as_ref().map(|l| l.entries(a.analysis()));
+                let live_entries = live.as_ref().map(|l| l.entries(&columns(a)));
                 match decide(forced, Backend::Cpu, plan::choose_spmm_n_cpu(live_entries, a.nnz), |_| true)? {
                     SpmmN::Reference => reference(),
                     SpmmN::CscScatter => {
@@ -60,7 +60,7 @@ where
                             Some(live) => live,
                             None => LiveRows::of::<T>(p.x, p.kind, live_rows, input)?,
                         };
-                        spread::<T, _>(a.analysis(), &live, acc, p)
+                        spread::<T, _>(&columns(a), &live, acc, p)
                     }
                     _ => {
                         let input = Input::of::<T>(p.x, p.kind, gathered)?;
@@ -84,9 +84,9 @@ where
                         match a.csc_weights() {
                             Some(csc) => {
                                 let w = EntryWeights::Hetero(csc.slice::<T>(a.nnz));
-                                gather::<T, _>(s, &InCscOrder(a.analysis()), &w, &input, p)
+                                gather::<T, _>(s, &Columns::<true>(a.analysis()), &w, &input, p)
                             }
-                            None => gather::<T, _>(s, a.analysis(), &EntryWeights::of(a), &input, p),
+                            None => gather::<T, _>(s, &columns(a), &EntryWeights::of(a), &input, p),
                         }
                     }
                 }
@@ -132,7 +132,7 @@ where
                 matches!(alg, SpmmN::CscScatter | SpmmN::Reference)
             })? {
                 SpmmN::Reference => reference(),
-                _ => spread::<T, _>(a.analysis(), &live, acc, &p),
+                _ => spread::<T, _>(&columns(a), &live, acc, &p),
             },
             Op::T => match decide(forced, Backend::Cpu, SpmmT::Scatter, |alg| {
                 matches!(alg, SpmmT::Scatter | SpmmT::Reference)
@@ -367,58 +367,44 @@ impl<P: Index> Lines for CsrView<'_, P> {
 }
 
 /// The columns, along the CSC mirror: T gathers along them, N on events scatters along them.
-impl Lines for Analysis {
-    const SCATTERED_WEIGHTS: bool = true;
-    fn lines(&self) -> usize {
-        self.colptr.len() - 1
-    }
-    fn offset(&self, col: usize) -> usize {
-        self.colptr[col]
-    }
-    fn across(&self, pos: usize) -> usize {
-        self.rowind[pos] as usize
-    }
-    fn across_run(&self, span: Range<usize>) -> impl Iterator<Item = usize> + '_ {
-        self.rowind[span].iter().map(|&r| r as usize)
-    }
-    fn weight(&self, pos: usize) -> usize {
-        self.perm[pos]
-    }
-    fn prefetch_extent(&self, col: usize) {
-        prefetch(&self.colptr[col..col + 2]);
-    }
-    fn prefetch_entries(&self, span: Range<usize>) {
-        prefetch(&self.rowind[span.clone()]);
-        prefetch(&self.perm[span]);
-    }
+/// Their weights are read through the permutation, or, with `IN_ORDER`, from a copy already in
+/// CSC order (`Csr::csc_weights`), in step with the rows as N's along the CSR rows.
+struct Columns<'a, const IN_ORDER: bool>(&'a Analysis);
+
+/// The columns of `a`'s CSC mirror, weights read through the permutation.
+fn columns(a: &Csr) -> Columns<'_, false> {
+    Columns(a.analysis())
 }
 
-/// The columns, along the CSC mirror, with weights already in CSC order (`Csr::csc_weights`):
-/// T's gather reads them in step with the rows, as N's does along the CSR rows.
-struct InCscOrder<'a>(&'a Analysis);
-
-impl Lines for InCscOrder<'_> {
-    const SCATTERED_WEIGHTS: bool = false;
+impl<const IN_ORDER: bool> Lines for Columns<'_, IN_ORDER> {
+    const SCATTERED_WEIGHTS: bool = !IN_ORDER;
     fn lines(&self) -> usize {
-        self.0.lines()
+        self.0.colptr.len() - 1
     }
     fn offset(&self, col: usize) -> usize {
-        self.0.offset(col)
+        self.0.colptr[col]
     }
     fn across(&self, pos: usize) -> usize {
-        self.0.across(pos)
+        self.0.rowind[pos] as usize
     }
     fn across_run(&self, span: Range<usize>) -> impl Iterator<Item = usize> + '_ {
-        self.0.across_run(span)
+        self.0.rowind[span].iter().map(|&r| r as usize)
     }
     fn weight(&self, pos: usize) -> usize {
-        pos
+        if IN_ORDER {
+            pos
+        } else {
+            self.0.perm[pos]
+        }
     }
     fn prefetch_extent(&self, col: usize) {
-        self.0.prefetch_extent(col)
+        prefetch(&self.0.colptr[col..col + 2]);
     }
     fn prefetch_entries(&self, span: Range<usize>) {
-        prefetch(&self.0.rowind[span]);
+        prefetch(&self.0.rowind[span.clone()]);
+        if !IN_ORDER {
+            prefetch(&self.0.perm[span]);
+        }
     }
 }
 
