@@ -18,10 +18,21 @@ typedef unsigned char u8;
 // before it in the stream is still finishing, which hides most of the launch gap between the
 // small kernels of a simulation step. Every kernel therefore begins by waiting until the grids
 // before it have completed and their memory is visible: kernels are declared only through
-// EVS_KERNEL / EVS_MAPS_KERNEL, which put that wait first.
+// EVS_KERNEL / EVS_MAPS_KERNEL, which put that wait first. The one exception,
+// EVS_MAPS_KERNEL_AFTER_OPENER, is for the second kernel of a call whose first kernel (its
+// opener) signals its dependents early: see there.
 __device__ __forceinline__ void wait_for_prior_grids() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets the next kernel in the stream launch before this one's blocks exit. Called by an opener
+// after its wait: once every block of the opener has called it, every grid before the opener
+// has completed.
+__device__ __forceinline__ void let_dependents_launch() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
@@ -43,6 +54,16 @@ extern "C" __device__ int evs_kernels_wait_for_prior_grids = 0;
     extern "C" __global__ void __launch_bounds__ bounds name(const __grid_constant__ TensorMap map0,    \
                                                              const __grid_constant__ TensorMap map1, Args a) { \
         wait_for_prior_grids();                                                                        \
+        body(&map0, &map1, a);                                                                         \
+    }
+// A maps kernel launched only right after its opener in the same call (a kernel that waits, then
+// calls let_dependents_launch): it starts while the opener still runs, and `body` calls
+// wait_for_prior_grids itself before it touches anything the opener writes. Its threads may
+// read before that wait what no kernel of the call writes (the call's inputs): every grid
+// before the opener has completed by then.
+#define EVS_MAPS_KERNEL_AFTER_OPENER(name, bounds, body)                                               \
+    extern "C" __global__ void __launch_bounds__ bounds name(const __grid_constant__ TensorMap map0,    \
+                                                             const __grid_constant__ TensorMap map1, Args a) { \
         body(&map0, &map1, a);                                                                         \
     }
 

@@ -378,6 +378,7 @@ template <class T> __device__ void lists_t(const Args& a) {
 // E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread; and
 // the product's a.lines tile counters (a.out2) zeroed.
 template <class TE, class In> __device__ void event_matrix(const Args& a) {
+    let_dependents_launch();  // the product streams W meanwhile (dense_wgmma)
     const int64_t pieces = a.ldy / 8, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     for (int64_t p = first; p < a.lines; p += (int64_t)gridDim.x * blockDim.x) ((int*)a.out2)[p] = 0;
     for (int64_t p = first; p < a.k * pieces; p += (int64_t)gridDim.x * blockDim.x) {
@@ -518,6 +519,7 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
         registers_down<56>();
         if (threadIdx.x % 32 != 0 || threadIdx.x >= 64) return;
         const bool loads_w = threadIdx.x == 0;
+        if (!loads_w) wait_for_prior_grids();  // E: written by event_matrix
         const int stages = loads_w ? W_STAGES : E_STAGES;
         uint64_t *full = loads_w ? w_full : e_full, *empty = loads_w ? w_empty : e_empty;
         const int64_t cols = col_tiles();
@@ -546,6 +548,7 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
     }
 
     registers_up<224>();
+    wait_for_prior_grids();  // E, the counters (event_matrix), the workspace and C
     const int64_t cols = col_tiles(), all_steps = steps(), all_units = units();
     const int g = threadIdx.x / 128 - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, me = threadIdx.x - 128;
     const bool pairs = pairs_aligned<T>(a.y, a.ldy);
@@ -692,7 +695,9 @@ template <class T> __device__ void rows_t(const Args& a) {
 #define DENSE_ALL(T, TN) DENSE_MV_N(T, TN, T, TN) DENSE_MV_N(T, TN, SpikeList, i32) EVS_FOR_SPIKE_INPUTS(DENSE_MV_T, T, TN) \
     EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) DENSE_ROWS_T(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
-#define DENSE_WGMMA(T, TN) EVS_MAPS_KERNEL(dense_mm_wgmma_##TN, (DW_THREADS, 1), dense_wgmma_shapes<T>)
+// event_matrix opens the call: W streams in while it writes E (the W producer reads before the
+// wait only W, an input of the call)
+#define DENSE_WGMMA(T, TN) EVS_MAPS_KERNEL_AFTER_OPENER(dense_mm_wgmma_##TN, (DW_THREADS, 1), dense_wgmma_shapes<T>)
 DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)
 #define EVENT_MATRIX(TE, TEN, In, InN) EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))
 EVS_FOR_INPUTS(EVENT_MATRIX, f16, f16) EVS_FOR_INPUTS(EVENT_MATRIX, bf16, bf16)

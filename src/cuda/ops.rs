@@ -678,7 +678,8 @@ fn dense_wgmma_cols(dtype: DType, n: u64) -> u64 {
 /// Dense mm N on events on Hopper's tensor cores, in two launches: the events as a 0/1 matrix E
 /// in the MMA's type (bf16, or f16 for f16 W; k x ep, ep = n rounded up to DW_BOX) into the
 /// scratch with the tile counters zeroed, then the persistent stream-K product (a CTA per SM;
-/// the workspace holds two partial tiles per CTA).
+/// the workspace holds two partial tiles per CTA). The first opens the second: the product
+/// launches while it runs and streams W in meanwhile, so nothing may be queued between them.
 fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
