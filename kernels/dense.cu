@@ -361,9 +361,11 @@ template <class T> __device__ void lists_t(const Args& a) {
 // K runs in steps of 128 bytes of a W row (32 f32 or 64 f16/bf16 columns). The (tile, step) units are
 // split evenly over a persistent grid (stream-K): CTA c takes units [c U / G, (c + 1) U / G), so
 // every SM streams the same bytes whatever the tile count. A tile that one CTA covers whole is
-// blended into C by it; a tile shared by several is summed in order of CTA from their partial
-// sums (a workspace slot per CTA and end of its share) by whichever finishes last (a counter per
-// tile, zeroed by event_matrix): reproducible. A block of DW_THREADS: warpgroup 0 produces
+// blended into C by it; a tile shared by several is summed in order of CTA by its first CTA,
+// for which it is the last segment of its share: the later CTAs store their partial sums (a
+// workspace slot per CTA and end of its share) and count them in (a counter per tile, zeroed by
+// event_matrix) without waiting, the first CTA waits for the count (bench/NOTES.md, "Dense mm N:
+// the shared tiles' partial sums"). Reproducible. A block of DW_THREADS: warpgroup 0 produces
 // (one thread loads each step's W box and E boxes into a ring of stages), warpgroups 1 and 2
 // consume (half of the tile's rows each).
 // Arguments: C in y (ldy), m, k, n, alpha, beta; the workspace (f32) in weights, the tile
@@ -501,7 +503,6 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
     uint8_t* w_ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     uint8_t* e_ring = w_ring + W_STAGES * W_BYTES;
     __shared__ uint64_t w_full[W_STAGES], w_empty[W_STAGES], e_full[E_STAGES], e_empty[E_STAGES];
-    __shared__ int completes;  // the consumers' CTA is the last to finish the current tile
     // (computed after setmaxnreg: values live across it would go through local memory)
     auto col_tiles = [&] { return (a.n + NT - 1) / NT; };
     auto steps = [&] { return (a.k + DW_K_STEP - 1) / DW_K_STEP; };
@@ -587,22 +588,26 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
             for (int i = 0; i < REGS; i++) d[0][i] += d[1][i];
         }
 
+        // A shared tile: its first CTA, which runs the tile's head as the last segment of its
+        // share, adds the others' partials to its own in CTA order (reproducible); the others
+        // run their parts as the first segment of theirs, store them and count them in without
+        // waiting. The first CTA waits only for CTAs after it, which never wait for it.
         const int64_t first = share_of(tile * all_steps, all_units);
         const int64_t last = share_of(tile * all_steps + all_steps - 1, all_units);
-        if (first != last) {  // a shared tile: the last CTA to finish sums the partials in order
+        int* stored = (int*)a.out2 + tile;  // partials stored (zeroed by event_matrix)
+        if (first != last && blockIdx.x != first) {
             float4* mine = slot(blockIdx.x, tile) + me;
 #pragma unroll
             for (int i = 0; i < REGS / 4; i++)
                 __stcg(mine + i * 256, make_float4(d[0][4 * i], d[0][4 * i + 1], d[0][4 * i + 2], d[0][4 * i + 3]));
-            __threadfence();
             consumers_sync();
-            if (me == 0) completes = atomicAdd((int*)a.out2 + tile, 1) == last - first;
+            if (me == 0) add_release(stored, 1);  // orders the warpgroups' stores before the count
+            return;  // on to the next segment
+        }
+        if (first != last) {
+            if (me == 0) wait_acquire(stored, (int)(last - first));
             consumers_sync();
-            if (!completes) return;  // on to the next segment
-            __threadfence();
-#pragma unroll
-            for (int i = 0; i < REGS; i++) d[0][i] = 0.f;
-            for (int64_t c = first; c <= last; c++) {
+            for (int64_t c = first + 1; c <= last; c++) {
                 const float4* part = slot(c, tile) + me;
 #pragma unroll
                 for (int i = 0; i < REGS / 4; i++) {

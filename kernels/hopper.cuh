@@ -43,6 +43,20 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uin
         : "memory");
 }
 
+// ---------------------------------------------------------------- flags between CTAs
+// Adds to a counter in global memory, ordered after the stores that the calling thread has seen
+// (its own, and its CTA's before a barrier): the release half of a flag.
+__device__ __forceinline__ void add_release(int* counter, int value) {
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(counter), "r"(value) : "memory");
+}
+// Waits until a counter in global memory reaches `value`; the stores counted in before it are
+// then visible to the calling thread (and to its CTA after a barrier): the acquire half.
+__device__ __forceinline__ void wait_acquire(const int* counter, int value) {
+    int seen;
+    do asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    while (seen < value);
+}
+
 // ---------------------------------------------------------------- wgmma
 // Descriptor of a wgmma operand in shared memory laid out as TMA's swizzle writes it: rows of
 // ROW_BYTES (128, 64 or 32; atoms of 8 rows), `lead` and `stride` byte offsets as the PTX ISA's
