@@ -524,6 +524,8 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
         const int stages = loads_w ? W_STAGES : E_STAGES;
         uint64_t *full = loads_w ? w_full : e_full, *empty = loads_w ? w_empty : e_empty;
         const int64_t cols = col_tiles();
+        // W is read once: its lines leave L2 first, so that E and the partial sums stay there
+        const uint64_t w_policy = l2_evict_first();
         int64_t t = 0;
         each_segment(steps(), units(), [&](int64_t tile, int64_t k0, int64_t k1) {
             const int row0 = (int)(tile / cols * DW_ROWS), col0 = (int)(tile % cols * NT);
@@ -534,7 +536,7 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
                     barrier_expect(&full[s], W_BYTES);
                     for (int b = 0; b < WB; b++) {
                         const int col = (int)(kk * DW_K_STEP + b * BOX_COLS);
-                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], col, row0);
+                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], col, row0, w_policy);
                     }
                 } else {
                     barrier_expect(&full[s], E_BYTES);

@@ -42,6 +42,22 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uin
         "l"(map), "r"(smem_addr(bar)), "r"(col), "r"(row)
         : "memory");
 }
+// The same with an L2 cache policy (`l2_evict_first`).
+__device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uint64_t* bar, int col, int row,
+                                            uint64_t policy) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, "
+        "%4}], [%2], %5;" ::"r"(smem_addr(dst)),
+        "l"(map), "r"(smem_addr(bar)), "r"(col), "r"(row), "l"(policy)
+        : "memory");
+}
+
+// An L2 policy for data read once: its lines go first, so that what is read again stays.
+__device__ __forceinline__ uint64_t l2_evict_first() {
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
 
 // ---------------------------------------------------------------- flags between CTAs
 // Adds to a counter in global memory, ordered after the stores that the calling thread has seen
