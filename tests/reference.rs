@@ -1,11 +1,11 @@
 //! The backend of EVS_TEST_DEVICE (the CPU by default) against naive references written here, through the safe core API, on
 //! random inputs (odd sizes, empty rows, duplicates, nnz = 0), plus validation units.
 
-use evsparse::core::context::{Context, Stream};
+use evsparse::core::context::{Backend, Context, Stream};
 use evsparse::core::csr::{Csr, CsrShape};
 use evsparse::core::dense::Dense;
 use evsparse::core::spikes::Spikes;
-use evsparse::core::{ops, InputKind, Op};
+use evsparse::core::{ops, plan, InputKind, Op};
 use evsparse::dtype::DType;
 use evsparse::error::*;
 use std::sync::Arc;
@@ -291,6 +291,27 @@ fn event_driven_spmv_t_matches_naive_reference() {
     let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![f64::NAN; a.k]));
     ops::spmm(&s, Op::T, InputKind::Events, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
     assert_close("event-driven spmv T", &read(&s, &yd), &want);
+}
+
+/// spmv N on floats zero in most rows: on the CPU the plan spreads the live ones along the CSC
+/// mirror (the entries they reach, not all of A), with the gather's result.
+#[test]
+fn float_input_zero_in_most_rows_matches_naive_reference() {
+    let (ctx, s) = setup();
+    let mut rng = Rng::new();
+    let a = sparse_activity_case(&mut rng);
+    let csr = upload(&ctx, &a);
+    let x: Vec<f64> = (0..a.k).map(|_| if rng.below(100) == 0 { rng.unit() - 0.5 } else { 0.0 }).collect();
+    let mut want = vec![0.0; a.m];
+    for (r, c, j) in entries(&a) {
+        want[r] += a.w[j] * x[c];
+    }
+    let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![f64::NAN; a.m]));
+    ops::spmm(&s, Op::N, InputKind::Float, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
+    assert_close("spmv N on mostly-zero floats", &read(&s, &yd), &want);
+    if matches!(ctx.backend, Backend::Cpu(_)) {
+        assert_eq!(plan::plan_name(plan::last()), "spmm_n:csc_scatter");
+    }
 }
 
 #[test]

@@ -429,30 +429,38 @@ pub struct CpuTable {
     /// hold less than 1 / `scatter_share` of the stored entries (the scatter runs on one
     /// thread, the gather on all).
     pub scatter_share: usize,
+    /// N along the CSC mirror with several input columns scatters only below 1 /
+    /// `wide_csc_scatter_share`: each live entry adds a whole input row into an output row met
+    /// at random (B 10000 x 128: the two paths meet at 7 % of the rows live).
+    pub wide_csc_scatter_share: usize,
     /// Dense products visit only the input's nonzeros when they are fewer than 1 /
     /// `dense_nonzero_share` of its elements.
     pub dense_nonzero_share: usize,
 }
 
 /// Set from `make bench-cpu` (bench/NOTES.md, "CPU").
-pub const CPU: CpuTable = CpuTable { inline_work_max: 1 << 15, scatter_share: 8, dense_nonzero_share: 4 };
+pub const CPU: CpuTable =
+    CpuTable { inline_work_max: 1 << 15, scatter_share: 8, wide_csc_scatter_share: 16, dense_nonzero_share: 4 };
 
 /// Whether scattering the entries live input reaches beats the gather over all `nnz`.
-fn scatter_pays(live_entries: usize, nnz: usize) -> bool {
-    live_entries.saturating_mul(CPU.scatter_share) < nnz
+fn scatter_pays(live_entries: usize, nnz: usize, share: usize) -> bool {
+    live_entries.saturating_mul(share) < nnz
 }
 
-/// spmv / spmm N on the CPU, from the stored entries the live input columns reach (events).
-pub fn choose_spmm_n_cpu(live_entries: Option<usize>, nnz: usize) -> SpmmN {
-    match live_entries {
-        Some(live) if scatter_pays(live, nnz) => SpmmN::CscScatter,
-        _ => SpmmN::RowRanges,
+/// spmv / spmm N on the CPU, from the stored entries the live input rows (A's columns) reach
+/// and the input's columns.
+pub fn choose_spmm_n_cpu(live_entries: usize, nnz: usize, cols: usize) -> SpmmN {
+    let share = if cols > 1 { CPU.wide_csc_scatter_share } else { CPU.scatter_share };
+    if scatter_pays(live_entries, nnz, share) {
+        SpmmN::CscScatter
+    } else {
+        SpmmN::RowRanges
     }
 }
 
 /// spmv / spmm T on the CPU, from the stored entries the live input rows reach.
 pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
-    if scatter_pays(live_entries, nnz) {
+    if scatter_pays(live_entries, nnz, CPU.scatter_share) {
         SpmmT::Scatter
     } else {
         SpmmT::CscGather
@@ -790,8 +798,11 @@ mod tests {
         assert_eq!(choose_bsrmm(&call(DType::F16, 64, 64, false)), Bsrmm::Simt);
         assert_eq!(choose_bsrmm(&call(DType::F32, 64, 64, true)), Bsrmm::Simt);
         assert_eq!(choose_spmm_t_cpu(20 * 80, 4000 * 80), SpmmT::Scatter);
-        assert_eq!(choose_spmm_n_cpu(Some(20 * 80), 4000 * 80), SpmmN::CscScatter);
-        assert_eq!(choose_spmm_n_cpu(None, 4000 * 80), SpmmN::RowRanges);
+        assert_eq!(choose_spmm_n_cpu(20 * 80, 4000 * 80, 1), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n_cpu(4000 * 80, 4000 * 80, 1), SpmmN::RowRanges);
+        // B 10000 x 128 (2M entries): 1 % of its rows live scatters, 10 % gathers
+        assert_eq!(choose_spmm_n_cpu(100 * 200, 10000 * 200, 128), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n_cpu(1000 * 200, 10000 * 200, 128), SpmmN::RowRanges);
         assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80), SpmmT::CscGather);
         assert_eq!(choose_dense_mm_cpu(2000, 2000 * 100, DType::F32), DenseMm::InputNonzeros);
         assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::F32), DenseMm::Gemm);

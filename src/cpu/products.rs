@@ -47,13 +47,17 @@ where
         let a = p.a;
         match op {
             Op::N => {
-                // events may be sparse enough to spread along the CSC mirror
+                // an input with few live rows (events, or floats zero in most rows) spreads
+                // along the CSC mirror; float rows are only counted unless the scatter runs
                 let live = match p.kind {
                     InputKind::Events => Some(LiveRows::of::<T>(p.x, p.kind, live_rows, input)?),
                     InputKind::Float => None,
                 };
-                let live_entries = live.as_ref().map(|l| l.entries(&columns(a)));
-                match decide(forced, Backend::Cpu, plan::choose_spmm_n_cpu(live_entries, a.nnz), |_| true)? {
+                let live_entries = match &live {
+                    Some(live) => live.entries(&columns(a)),
+                    None => live_float_entries::<T, _>(p.x, &columns(a)),
+                };
+                match decide(forced, Backend::Cpu, plan::choose_spmm_n_cpu(live_entries, a.nnz, p.x.cols), |_| true)? {
                     SpmmN::Reference => reference(),
                     SpmmN::CscScatter => {
                         let live = match live {
@@ -223,6 +227,16 @@ impl<'a, A: Acc> LiveRows<'a, A> {
     fn entries<G: Lines>(&self, g: &G) -> usize {
         self.rows.iter().map(|&r| g.offset(r as usize + 1) - g.offset(r as usize)).sum()
     }
+}
+
+/// The stored entries that the rows of a float input with a nonzero reach along `g`, counted
+/// without copying the rows: a row's scan stops at its first nonzero (one cache line of a
+/// dense input's row).
+fn live_float_entries<T: Float, G: Lines>(x: &Dense, g: &G) -> usize {
+    // SAFETY: float inputs have the matrix's dtype, T; host memory.
+    let data = unsafe { x.slice::<T>() };
+    let live = |r: &usize| data[r * x.ld..][..x.cols].iter().any(|&v| v.to_acc() != T::Acc::ZERO);
+    (0..x.rows).filter(|_| x.cols > 0).filter(live).map(|r| g.offset(r + 1) - g.offset(r)).sum()
 }
 
 /// Bytes of zeros a scan skips at once.
