@@ -277,38 +277,36 @@ fn sparse_activity_case(rng: &mut Rng) -> Triples {
     Triples { m, k, indptr, indices, w }
 }
 
-#[test]
-fn event_driven_spmv_t_matches_naive_reference() {
+/// spmv of `sparse_activity_case` on an input with about 1 % of its elements `live()` (the
+/// rest zero) against the naive sum; the stream, for the caller's checks.
+fn spmv_on_sparse_activity(op: Op, kind: InputKind, live: impl Fn(&mut Rng) -> f64) -> (Arc<Context>, Stream) {
     let (ctx, s) = setup();
     let mut rng = Rng::new();
     let a = sparse_activity_case(&mut rng);
     let csr = upload(&ctx, &a);
-    let x: Vec<f64> = (0..a.m).map(|_| if rng.below(100) == 0 { 1.0 } else { 0.0 }).collect();
-    let mut want = vec![0.0; a.k];
+    let (n_in, n_out) = if op == Op::N { (a.k, a.m) } else { (a.m, a.k) };
+    let x: Vec<f64> = (0..n_in).map(|_| if rng.below(100) == 0 { live(&mut rng) } else { 0.0 }).collect();
+    let mut want = vec![0.0; n_out];
     for (r, c, j) in entries(&a) {
-        want[c] += a.w[j] * x[r];
+        let (src, dst) = if op == Op::N { (c, r) } else { (r, c) };
+        want[dst] += a.w[j] * x[src];
     }
-    let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![f64::NAN; a.k]));
-    ops::spmm(&s, Op::T, InputKind::Events, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
-    assert_close("event-driven spmv T", &read(&s, &yd), &want);
+    let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![f64::NAN; n_out]));
+    ops::spmm(&s, op, kind, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
+    assert_close(&format!("spmv {op:?} on sparse activity"), &read(&s, &yd), &want);
+    (ctx, s)
+}
+
+#[test]
+fn event_driven_spmv_t_matches_naive_reference() {
+    spmv_on_sparse_activity(Op::T, InputKind::Events, |_| 1.0);
 }
 
 /// spmv N on floats zero in most rows: on the CPU the plan spreads the live ones along the CSC
 /// mirror (the entries they reach, not all of A), with the gather's result.
 #[test]
 fn float_input_zero_in_most_rows_matches_naive_reference() {
-    let (ctx, s) = setup();
-    let mut rng = Rng::new();
-    let a = sparse_activity_case(&mut rng);
-    let csr = upload(&ctx, &a);
-    let x: Vec<f64> = (0..a.k).map(|_| if rng.below(100) == 0 { rng.unit() - 0.5 } else { 0.0 }).collect();
-    let mut want = vec![0.0; a.m];
-    for (r, c, j) in entries(&a) {
-        want[r] += a.w[j] * x[c];
-    }
-    let (xd, yd) = (vector(&ctx, &s, &x), vector(&ctx, &s, &vec![f64::NAN; a.m]));
-    ops::spmm(&s, Op::N, InputKind::Float, 1.0, &csr, &xd, 0.0, &yd, true).unwrap();
-    assert_close("spmv N on mostly-zero floats", &read(&s, &yd), &want);
+    let (ctx, _s) = spmv_on_sparse_activity(Op::N, InputKind::Float, |rng| rng.unit() - 0.5);
     if matches!(ctx.backend, Backend::Cpu(_)) {
         assert_eq!(plan::plan_name(plan::last()), "spmm_n:csc_scatter");
     }
