@@ -1,6 +1,6 @@
 //! Threads on one context (issue #13): 8 threads, each with its own stream or all on one, run
 //! 1,000 mixed calls (spmv and spmm N and T on floats, events and a spike list, compaction,
-//! yw2y, with arrays created and destroyed along the way) on matrices they share, and every
+//! yw2y, dense mm N on events, with arrays created and destroyed along the way) on matrices they share, and every
 //! result must equal the one the same call gave alone before the threads started. On
 //! EVS_TEST_DEVICE (cpu by default; cuda on the GPU check).
 
@@ -33,16 +33,26 @@ fn trace() -> bool {
     env_number("EVS_THREADS_TRACE") == Some(1)
 }
 
-const KINDS: usize = 6;
+const KINDS: usize = 7;
 
-/// The shared inputs: a matrix, a float vector, spikes as events and as a list.
+/// The shared inputs: a matrix, a float vector, spikes as events and as a list, a dense W and
+/// a matrix of events for it.
 struct Inputs {
     a: Csr,
     x: Dense,
     spikes: Dense,
     list: Dense,
     count: Dense,
+    w: Dense,
+    events: Dense,
 }
+
+/// Dense mm N's W (DM x DK) and events (DK x DN): on Hopper 2 tiles of 128 steps over every SM,
+/// so each tile's sum waits on partial sums from dozens of CTAs while other threads' calls hold
+/// SMs (kernels/dense.cu, dense_wgmma).
+const DM: usize = 256;
+const DK: usize = 8192;
+const DN: usize = 8;
 
 const M: usize = 500;
 const K: usize = 400;
@@ -61,11 +71,15 @@ fn inputs(ctx: &Arc<Context>, s: &Stream) -> Inputs {
     ops::analyse(s, &a).unwrap();
     let fired: Vec<f64> = (0..M).map(|i| (i % 23 == 0) as u8 as f64).collect();
     let listed: Vec<f64> = (0..M).filter(|i| i % 23 == 0).map(|i| i as f64).collect();
+    let weights_of_w: Vec<f64> = (0..DM * DK).map(|i| (i % 13) as f64 / 8.0 - 0.75).collect();
+    let events: Vec<f64> = (0..DK * DN).map(|i| (i % 7 == 0) as u8 as f64).collect();
     Inputs {
         x: upload(ctx, s, DType::F32, (1, K, 1), &(0..K).map(|i| (i % 5) as f64 - 2.0).collect::<Vec<_>>()),
         spikes: upload(ctx, s, DType::Bool, (1, M, 1), &fired),
         count: upload(ctx, s, DType::I32, (1, 1, 1), &[listed.len() as f64]),
         list: upload(ctx, s, DType::I32, (1, listed.len(), 1), &listed),
+        w: upload(ctx, s, DType::F32, (2, DM, DK), &weights_of_w),
+        events: upload(ctx, s, DType::Bool, (2, DK, DN), &events),
         a,
     }
 }
@@ -104,6 +118,11 @@ fn call(ctx: &Arc<Context>, s: &Stream, d: &Inputs, kind: usize) -> Vec<f64> {
             let mut got = read(s, &count);
             got.extend(read(s, &indices).into_iter().take(got[0] as usize));
             return got;
+        }
+        6 => {
+            let c = out(2, DM, DN);
+            ops::dense_mm(s, Op::N, InputKind::Events, 1.0, &d.w, &d.events, 0.0, &c, false).unwrap();
+            c
         }
         _ => {
             let y = out(1, d.a.nnz, 1);
