@@ -1,8 +1,8 @@
 //! Threads on one context (issue #13): 8 threads, each with its own stream or all on one, run
 //! 1,000 mixed calls (spmv and spmm N and T on floats, events and a spike list, compaction,
-//! yw2y, dense mm N on events, with arrays created and destroyed along the way) on matrices they share, and every
-//! result must equal the one the same call gave alone before the threads started. On
-//! EVS_TEST_DEVICE (cpu by default; cuda on the GPU check).
+//! yw2y, dense mm N on events, with arrays created and destroyed along the way) on matrices they
+//! share, and every result must equal the one the same call gave alone before the threads
+//! started. On EVS_TEST_DEVICE (cpu by default; cuda on the GPU check).
 
 mod common;
 
