@@ -443,15 +443,20 @@ pub const CPU: CpuTable =
     CpuTable { inline_work_max: 1 << 15, scatter_share: 8, wide_csc_scatter_share: 16, dense_nonzero_share: 4 };
 
 /// Whether scattering the entries live input reaches beats the gather over all `nnz`.
-fn scatter_pays(live_entries: usize, nnz: usize, share: usize) -> bool {
-    live_entries.saturating_mul(share) < nnz
+fn scatter_pays(live_entries: usize, nnz: usize) -> bool {
+    live_entries.saturating_mul(CPU.scatter_share) < nnz
+}
+
+/// The stored entries that the live input rows must reach for spmv / spmm N on the CPU to
+/// gather rather than scatter (a count may stop there).
+pub fn spmm_n_gather_from(nnz: usize, cols: usize) -> usize {
+    nnz.div_ceil(if cols > 1 { CPU.wide_csc_scatter_share } else { CPU.scatter_share })
 }
 
 /// spmv / spmm N on the CPU, from the stored entries the live input rows (A's columns) reach
 /// and the input's columns.
 pub fn choose_spmm_n_cpu(live_entries: usize, nnz: usize, cols: usize) -> SpmmN {
-    let share = if cols > 1 { CPU.wide_csc_scatter_share } else { CPU.scatter_share };
-    if scatter_pays(live_entries, nnz, share) {
+    if live_entries < spmm_n_gather_from(nnz, cols) {
         SpmmN::CscScatter
     } else {
         SpmmN::RowRanges
@@ -460,7 +465,7 @@ pub fn choose_spmm_n_cpu(live_entries: usize, nnz: usize, cols: usize) -> SpmmN 
 
 /// spmv / spmm T on the CPU, from the stored entries the live input rows reach.
 pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
-    if scatter_pays(live_entries, nnz, CPU.scatter_share) {
+    if scatter_pays(live_entries, nnz) {
         SpmmT::Scatter
     } else {
         SpmmT::CscGather

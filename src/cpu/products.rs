@@ -55,7 +55,7 @@ where
                 };
                 let live_entries = match &live {
                     Some(live) => live.entries(&columns(a)),
-                    None => live_float_entries::<T, _>(p.x, &columns(a)),
+                    None => live_float_entries::<T, _>(p.x, &columns(a), plan::spmm_n_gather_from(a.nnz, p.x.cols)),
                 };
                 match decide(forced, Backend::Cpu, plan::choose_spmm_n_cpu(live_entries, a.nnz, p.x.cols), |_| true)? {
                     SpmmN::Reference => reference(),
@@ -230,13 +230,20 @@ impl<'a, A: Acc> LiveRows<'a, A> {
 }
 
 /// The stored entries that the rows of a float input with a nonzero reach along `g`, counted
-/// without copying the rows: a row's scan stops at its first nonzero (one cache line of a
-/// dense input's row).
-fn live_float_entries<T: Float, G: Lines>(x: &Dense, g: &G) -> usize {
+/// without copying the rows, up to `enough` (a dense input stops after a few rows); a row's
+/// scan stops at its first nonzero.
+fn live_float_entries<T: Float, G: Lines>(x: &Dense, g: &G, enough: usize) -> usize {
     // SAFETY: float inputs have the matrix's dtype, T; host memory.
     let data = unsafe { x.slice::<T>() };
     let live = |r: &usize| data[r * x.ld..][..x.cols].iter().any(|&v| v.to_acc() != T::Acc::ZERO);
-    (0..x.rows).filter(|_| x.cols > 0).filter(live).map(|r| g.offset(r + 1) - g.offset(r)).sum()
+    let mut entries = 0;
+    for r in (0..x.rows).filter(|_| x.cols > 0).filter(live) {
+        entries += g.offset(r + 1) - g.offset(r);
+        if entries >= enough {
+            break;
+        }
+    }
+    entries
 }
 
 /// Bytes of zeros a scan skips at once.
