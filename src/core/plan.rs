@@ -442,15 +442,16 @@ pub struct CpuTable {
 pub const CPU: CpuTable =
     CpuTable { inline_work_max: 1 << 15, scatter_share: 8, wide_csc_scatter_share: 16, dense_nonzero_share: 4 };
 
-/// Whether scattering the entries live input reaches beats the gather over all `nnz`.
-fn scatter_pays(live_entries: usize, nnz: usize) -> bool {
-    live_entries.saturating_mul(CPU.scatter_share) < nnz
+/// The stored entries that live input must reach for a gather over all `nnz` to beat
+/// scattering them: 1 / `share` of them.
+fn gather_from(nnz: usize, share: usize) -> usize {
+    nnz.div_ceil(share)
 }
 
 /// The stored entries that the live input rows must reach for spmv / spmm N on the CPU to
 /// gather rather than scatter (a count may stop there).
 pub fn spmm_n_gather_from(nnz: usize, cols: usize) -> usize {
-    nnz.div_ceil(if cols > 1 { CPU.wide_csc_scatter_share } else { CPU.scatter_share })
+    gather_from(nnz, if cols > 1 { CPU.wide_csc_scatter_share } else { CPU.scatter_share })
 }
 
 /// spmv / spmm N on the CPU, from the stored entries the live input rows (A's columns) reach
@@ -465,7 +466,7 @@ pub fn choose_spmm_n_cpu(live_entries: usize, nnz: usize, cols: usize) -> SpmmN 
 
 /// spmv / spmm T on the CPU, from the stored entries the live input rows reach.
 pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
-    if scatter_pays(live_entries, nnz) {
+    if live_entries < gather_from(nnz, CPU.scatter_share) {
         SpmmT::Scatter
     } else {
         SpmmT::CscGather
