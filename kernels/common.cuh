@@ -378,6 +378,7 @@ template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A del
 // mirror, whose entry p is row rowind[p] and CSR entry perm[p].
 struct CsrWalk {
     __device__ static int64_t count(const Args& a) { return a.m; }
+    __device__ static int64_t sources(const Args& a) { return a.k; }  // the range of source()
     __device__ static int64_t begin(const Args& a, int64_t i) { return row_start(a, i); }
     __device__ static int64_t end(const Args& a, int64_t i) { return row_start(a, i + 1); }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.indices[p]; }
@@ -385,6 +386,7 @@ struct CsrWalk {
 };
 struct CscWalk {
     __device__ static int64_t count(const Args& a) { return a.k; }
+    __device__ static int64_t sources(const Args& a) { return a.m; }
     __device__ static int64_t begin(const Args& a, int64_t c) { return a.colptr[c]; }
     __device__ static int64_t end(const Args& a, int64_t c) { return a.colptr[c + 1]; }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.rowind[p]; }

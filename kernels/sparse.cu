@@ -17,7 +17,8 @@
 //                       line and 128 columns (64 where n <= 64), parts of it on alternate
 //                       entries
 //   N and T on floats, n > 1: nonzero_lists, B's rows listed as their nonzeros, then a warp
-//                       per output line and 128 columns touching only those
+//                       per output line and 128 columns touching only those, or the gather
+//                       where B is mostly nonzero (decided on the device)
 #include "active_lines.cuh"
 
 #include <type_traits>
@@ -222,6 +223,35 @@ template <class T> __device__ void scale_long_rows(const Args& a) {
     scale_slot((T*)a.y + r * a.ldy + c, a);
 }
 
+// ---------------------------------------------------------------- nonzero_lists' choice
+// nonzero_lists (below) lists B's nonzeros, then runs the lists' product or the gather, chosen on
+// the device from what the listing saw: list_nonzeros leaves a count of the nonzeros per block in
+// a.out2 (a.lines of them), and every block of lists_mm (one wave) sums them and takes the same
+// branch.
+// The lists pay while at most 1/8 of B's entries are nonzero, 1/16 with 33 to 64 columns, where
+// the gather reads 256-byte rows (H100, bench/NOTES.md, "spmm on mostly-zero floats: the density
+// decided on the device"). A block's threads all call it.
+#define LISTS_NONZERO_SHARE 8
+#define LISTS_NONZERO_SHARE_64 16
+
+__device__ bool lists_pay(const Args& a, int64_t b_rows) {
+    __shared__ unsigned long long listed;
+    if (threadIdx.x == 0) listed = 0;
+    __syncthreads();
+    int64_t mine = 0;
+    for (int64_t b = threadIdx.x; b < a.lines; b += blockDim.x) mine += ((const int*)a.out2)[b];
+    for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(0xffffffffu, mine, o);
+    if (lane_id() == 0 && mine) atomicAdd(&listed, (unsigned long long)mine);
+    __syncthreads();
+    const int share = a.n > 32 && a.n <= 64 ? LISTS_NONZERO_SHARE_64 : LISTS_NONZERO_SHARE;
+    return (int64_t)listed * share <= b_rows * a.n;
+}
+
+// The gathers below run as nonzero_lists' last launch too (a.out2 set), where they give way to
+// the lists: lists_mm's first block leaves its choice after the counts, so that each block of
+// the gather's grid (a warp per line) reads one word.
+__device__ __forceinline__ bool lists_ran(const Args& a) { return a.out2 && ((const int*)a.out2)[a.lines]; }
+
 // ---------------------------------------------------------------- spmm N variants
 // warp_per_row: one warp per row (n = 1), or per row and 64 columns.
 template <class T, class In> __device__ void spmv_n_warp(const Args& a) {
@@ -229,6 +259,7 @@ template <class T, class In> __device__ void spmv_n_warp(const Args& a) {
     if (i < a.m) warp_mv<T, In, CsrWalk>(a, i);
 }
 template <class T, class In> __device__ void spmm_n_warp(const Args& a) {
+    if (lists_ran(a)) return;
     const int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + threadIdx.x / 32;
     if (i < a.m) warp_mm<T, In, CsrWalk>(a, i);  // whole warps only: the shuffles need every lane
 }
@@ -283,6 +314,7 @@ template <class T, class In> __device__ void spmv_t_gather(const Args& a) {
     if (c < a.k) warp_mv<T, In, CscWalk>(a, c);
 }
 template <class T, class In> __device__ void spmm_t_gather(const Args& a) {
+    if (lists_ran(a)) return;
     const int64_t c = (int64_t)blockIdx.x * BLOCK_WARPS + threadIdx.x / 32;
     if (c < a.k) warp_mm<T, In, CscWalk>(a, c);
 }
@@ -605,7 +637,8 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // take alternate entries, adding weight x value at the listed columns into the part's sums in
 // shared memory (the columns of one list are distinct, so no atomics). Where any is DENSE, the
 // batch reads B's rows as they are, each lane holding its columns in registers. The same order
-// every run.
+// every run. Where B is mostly nonzero (lists_pay, above) lists_mm returns at once and the
+// gather's launch after it runs the product instead.
 #define NONZERO_COLS 128
 #define NONZERO_SLOT_BYTES 256
 #define LISTS_AT_ONCE 4         // lists a part loads at once
@@ -621,13 +654,11 @@ template <class T> struct alignas(2 * sizeof(T)) Listed {
     T val;
 };
 
-// A warp per (row of B, 128 columns): a ballot per 32 columns finds the nonzeros (NaN counts,
-// -0 does not), and each lane writes its own at its rank.
-template <class T> __device__ void list_nonzeros(const Args& a) {
-    const int64_t tiles = a.ldaux, w = warp_id();
-    if (w >= a.lines * tiles) return;  // whole warps
+// Slot w = (row of B, 128 columns) by one warp: a ballot per 32 columns finds the nonzeros (NaN
+// counts, -0 does not), and each lane writes its own at its rank. Returns their count.
+template <class T> __device__ int list_slot(const Args& a, int64_t w) {
     const int lane = lane_id();
-    const int64_t row = w / tiles, c0 = (w % tiles) * NONZERO_COLS;
+    const int64_t row = w / a.ldaux, c0 = (w % a.ldaux) * NONZERO_COLS;
     const T* x = (const T*)a.x + row * a.ldx + c0;
     Listed<T>* slot = (Listed<T>*)((char*)a.y + w * NONZERO_SLOT_BYTES);
     T v[4];
@@ -643,7 +674,7 @@ template <class T> __device__ void list_nonzeros(const Args& a) {
     }
     const bool fits = count <= Listed<T>::MAX;
     if (lane == 0) slot[0].col = fits ? count : Listed<T>::DENSE;
-    if (!fits) return;
+    if (!fits) return count;
     const unsigned below = (1u << lane) - 1;
     int rank = 1;  // after the count
 #pragma unroll
@@ -651,6 +682,17 @@ template <class T> __device__ void list_nonzeros(const Args& a) {
         if (live[u] >> lane & 1) slot[rank + __popc(live[u] & below)] = {(typename Listed<T>::Col)(lane + 32 * u), v[u]};
         rank += __popc(live[u]);
     }
+    return count;
+}
+
+// The warps stride over the a.lines x a.ldaux slots; each block leaves the nonzeros it saw in
+// a.out2[blockIdx.x] (lists_pay).
+template <class T> __device__ void list_nonzeros(const Args& a) {
+    int seen = 0;
+    for (int64_t w = warp_id(); w < a.lines * a.ldaux; w += warps_in_grid()) seen += list_slot<T>(a, w);
+    int total;
+    block_exclusive_sum<BLOCK_THREADS>(lane_id() == 0 ? seen : 0, &total);
+    if (threadIdx.x == 0) ((int*)a.out2)[blockIdx.x] = total;
 }
 
 // A batch of entries read from B as it is: lane l holds columns c .. c + V - 1 (c = c0 + V l)
@@ -760,12 +802,16 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
 template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     typedef typename AccOf<T>::type A;
     __shared__ A sums[BLOCK_WARPS][8 * 32];
+    const bool pay = lists_pay(a, Walk::sources(a));
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) ((int*)a.out2)[a.lines] = pay;  // lists_ran
+    if (!pay) return;  // the gather's launch runs the product
     const int warp = threadIdx.x / 32;
-    const int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + warp;
-    if (i >= Walk::count(a)) return;  // whole warps
-    if (a.n <= 32) lists_line<T, Walk, 4>(a, i, sums[warp]);
-    else if (a.n <= 64) lists_line<T, Walk, 8>(a, i, sums[warp]);
-    else lists_line<T, Walk, 16>(a, i, sums[warp]);
+    for (int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + warp; i < Walk::count(a); i += (int64_t)gridDim.x * BLOCK_WARPS) {
+        __syncwarp();  // the last line's sums are read
+        if (a.n <= 32) lists_line<T, Walk, 4>(a, i, sums[warp]);
+        else if (a.n <= 64) lists_line<T, Walk, 8>(a, i, sums[warp]);
+        else lists_line<T, Walk, 16>(a, i, sums[warp]);
+    }
 }
 
 #define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)

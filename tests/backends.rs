@@ -260,6 +260,15 @@ impl Pattern {
 }
 
 /// Appends a row of `len` random columns below k, one in `dup_in` repeating the entry before.
+/// m x k with `per_row` entries in every row (some repeated).
+fn uniform_pattern(rng: &mut Rng, (m, k): (usize, usize), per_row: usize) -> Pattern {
+    let (mut indptr, mut indices) = (vec![0i64], vec![]);
+    for _ in 0..m {
+        push_row(rng, (&mut indptr, &mut indices), per_row, k, 6);
+    }
+    Pattern { m, k, indptr, indices }
+}
+
 fn push_row(rng: &mut Rng, (indptr, indices): (&mut Vec<i64>, &mut Vec<i32>), len: usize, k: usize, dup_in: usize) {
     for _ in 0..len {
         let dup = !indices.is_empty() && rng.below(dup_in) == 0;
@@ -345,6 +354,18 @@ impl Pair {
             })
             .collect()
     }
+
+    /// Rows 97 to 100 % zero, and every 64th row (from row 7) all nonzero: under 1/16 of B in
+    /// all, so `nonzero_lists` takes its lists (with whole tiles read as they are) on any B of
+    /// more than a few rows.
+    fn sparse_rows(&mut self, rows: usize, cols: usize) -> Vec<f64> {
+        (0..rows)
+            .flat_map(|r| {
+                let pct = if r % 64 == 7 { 0 } else { [97, 99, 100][self.rng.below(3)] };
+                self.values(cols, pct)
+            })
+            .collect()
+    }
 }
 
 fn scalars(p: &mut Pair) -> (f64, f64) {
@@ -413,7 +434,8 @@ fn spmv_and_spmm_t_match_cpu() {
 
 /// spmm N and T on mostly-zero floats with `nonzero_lists` forced: every dtype, homo and
 /// hetero, n across the parts' widths and past one 128-column tile, B a view with 16-byte rows
-/// or misaligned ones, rows from all-zero to all-nonzero (also all of B either).
+/// or misaligned ones, rows from all-zero to all-nonzero (also all of B either). B's density
+/// picks the lists or the gather on the device.
 #[test]
 fn spmm_on_mostly_zero_floats_matches_cpu() {
     let mut p = Pair::new();
@@ -422,35 +444,73 @@ fn spmm_on_mostly_zero_floats_matches_cpu() {
     }
     for (case, n) in [2, 31, 32, 33, 64, 65, 128, 136, 300].into_iter().enumerate() {
         for op in [Op::N, Op::T] {
-            let forced = if op == Op::N { "spmm_n:nonzero_lists" } else { "spmm_t:nonzero_lists" };
-            p.dev.0.forced.apply(forced).unwrap();
-            p.forced = Some(forced);
             let t = FLOATS[case % FLOATS.len()];
             let homo = case % 3 == 0;
             let pat = if case % 2 == 0 { pattern(&mut p.rng) } else { skewed_pattern(&mut p.rng) };
-            let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
-            let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+            let rows_in = if op == Op::N { pat.k } else { pat.m };
             let values = match case % 4 {
                 0 => vec![0.0; rows_in * n],
                 1 => p.values(rows_in * n, 0),
+                2 => p.sparse_rows(rows_in, n),
                 _ => p.mostly_zero(rows_in, n),
             };
-            let (ld, offset) = if case % 3 == 1 { (n + 1, 1) } else { (n.next_multiple_of(8), 0) };
-            let b = p.placed(t, (2, rows_in, n, ld), offset, &values);
-            let (alpha, beta) = scalars(&mut p);
-            let c = p.output(t, (2, rows_out, n), beta);
-            let what = format!("nonzero_lists {op:?} {} homo={homo} n={n} ld={ld} {}x{}", t.name(), pat.m, pat.k);
-            let run = |side: &(Arc<Context>, Stream), a: &Csr, b: &Dense, c: &Dense| {
-                ops::spmm(&side.1, op, InputKind::Float, alpha, a, b, beta, c, false)
-            };
-            let ran = run(&p.dev, &dev_a, &b.view.dev, &c.dev);
-            assert!(p.ran(&what, ran), "{what}: not supported");
-            run(&p.cpu, &cpu_a, &b.view.cpu, &c.cpu).unwrap();
-            p.compare(&what, &c);
+            let ld = if case % 3 == 1 { (n + 1, 1) } else { (n.next_multiple_of(8), 0) };
+            nonzero_lists_case(&mut p, op, (t, homo), &pat, n, &values, ld);
         }
     }
     p.dev.0.forced.apply("spmm_n:auto,spmm_t:auto").unwrap();
     p.forced = None;
+}
+
+/// `nonzero_lists` down each of its device-side branches on a B of 1,500 rows: 1-4 % nonzero
+/// with every 64th row whole (the lists, some tiles read as they are), and all nonzero (the
+/// gather), at 48 and 128 columns (their thresholds differ), f32 and f16.
+#[test]
+fn nonzero_lists_takes_the_lists_and_the_gather() {
+    let mut p = Pair::new();
+    if !p.on_gpu() {
+        return;
+    }
+    let pat = uniform_pattern(&mut p.rng, (1500, 1500), 24);
+    for (t, n) in [(DType::F32, 128), (DType::F16, 48), (DType::F32, 48), (DType::F16, 128)] {
+        for op in [Op::N, Op::T] {
+            for dense in [false, true] {
+                let values = if dense { p.values(1500 * n, 0) } else { p.sparse_rows(1500, n) };
+                nonzero_lists_case(&mut p, op, (t, n == 48), &pat, n, &values, (n, 0));
+            }
+        }
+    }
+    p.dev.0.forced.apply("spmm_n:auto,spmm_t:auto").unwrap();
+    p.forced = None;
+}
+
+/// One spmm with `nonzero_lists` forced against the CPU: B holds `values` (rows x n, leading
+/// dimension `ld`, `offset` elements past alignment).
+fn nonzero_lists_case(
+    p: &mut Pair,
+    op: Op,
+    (t, homo): (DType, bool),
+    pat: &Pattern,
+    n: usize,
+    values: &[f64],
+    (ld, offset): (usize, usize),
+) {
+    let forced = if op == Op::N { "spmm_n:nonzero_lists" } else { "spmm_t:nonzero_lists" };
+    p.dev.0.forced.apply(forced).unwrap();
+    p.forced = Some(forced);
+    let (dev_a, cpu_a, _) = csr_both(p, pat, t, homo);
+    let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+    let b = p.placed(t, (2, rows_in, n, ld), offset, values);
+    let (alpha, beta) = scalars(p);
+    let c = p.output(t, (2, rows_out, n), beta);
+    let what = format!("nonzero_lists {op:?} {} homo={homo} n={n} ld={ld} {}x{}", t.name(), pat.m, pat.k);
+    let run = |side: &(Arc<Context>, Stream), a: &Csr, b: &Dense, c: &Dense| {
+        ops::spmm(&side.1, op, InputKind::Float, alpha, a, b, beta, c, false)
+    };
+    let ran = run(&p.dev, &dev_a, &b.view.dev, &c.dev);
+    assert!(p.ran(&what, ran), "{what}: not supported");
+    run(&p.cpu, &cpu_a, &b.view.cpu, &c.cpu).unwrap();
+    p.compare(&what, &c);
 }
 
 #[test]

@@ -113,7 +113,8 @@ algorithms! {
         /// Floats with n > 1: each row of B listed as its nonzeros per 128 columns (a
         /// per-stream scratch; a tile with more than a quarter nonzero stays as it is), then a
         /// warp per row and 128 columns where each entry touches only its row's nonzeros; no
-        /// atomics.
+        /// atomics. Where more than 1/8 of B is nonzero (1/16 with 33 to 64 columns), counted
+        /// on the device, `warp_per_row` runs instead.
         NonzeroLists = "nonzero_lists" on Gpu,
         /// Columns with live input (events, spike lists) spread their entries onto the output
         /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
@@ -139,7 +140,8 @@ algorithms! {
         CscGather = "csc_gather" on Both,
         /// Events with n > 1: `event_bits` of spmm N along the CSC mirror.
         EventBits = "event_bits" on Gpu,
-        /// Floats with n > 1: `nonzero_lists` of spmm N along the CSC mirror.
+        /// Floats with n > 1: `nonzero_lists` of spmm N along the CSC mirror (`csc_gather`
+        /// where B is mostly nonzero).
         NonzeroLists = "nonzero_lists" on Gpu,
         /// spmv on events and spike lists, rows sorted by column: a block per slice of
         /// `SLICE_OUTPUTS` outputs sums the live rows' entries in that slice in shared memory and
@@ -317,9 +319,11 @@ fn skewed(lines: &LengthStats) -> bool {
 
 /// spmv / spmm N. Events with n > 1 read bits, 2.5-4x faster than the gather of bytes or
 /// floats on 10,000² x 200/row with 10 % of B active (bench/NOTES.md, "spmm on events").
-/// Floats gather: `nonzero_lists` wins only where B is mostly zeros (1.2-1.4x at 128 and 256
-/// columns and 10 %), which the host does not know, and loses up to 1.5x on dense B
-/// (bench/NOTES.md, "spmm on mostly-zero floats").
+/// f32 with n > 64 runs `nonzero_lists`, which chooses on the device between B's nonzeros and
+/// the gather: 1.2-1.7x the gather at 2-10 % nonzero (128 and 256 columns, rows of 200 and
+/// 1000, B larger than L2), the gather and its listing pass (4-5 %) on dense B (bench/NOTES.md,
+/// "spmm on mostly-zero floats: the density decided on the device"). Other dtypes gather (their
+/// lists are not measured).
 ///
 /// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror where they
 /// are few, which the device decides from its count (`csc_scatter`): 10000² x 200/row at 0.1 %
@@ -334,6 +338,8 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
         SpmmN::CscScatter
     } else if kind == InputKind::Events && n > 1 {
         SpmmN::EventBits
+    } else if lists_measured(stats, kind, n, dtype) {
+        SpmmN::NonzeroLists
     } else if n == 1 && rows.max <= SPMM_N.thread_row_max {
         SpmmN::ThreadPerRow
     } else {
@@ -402,9 +408,22 @@ pub const SPMM_T: SpmmTTable = SpmmTTable {
     slices_min: 16,
 };
 
+/// Stored entries from which a float spmm runs `nonzero_lists`: on 500,000 entries (10000² x
+/// 50/row or 2500² x 200/row, 128 columns) the lists gain 1-3 µs of 30-35 at 10 % nonzero and
+/// their listing pass costs 4-6 µs on dense B, so smaller calls keep the gather's one launch.
+pub const LISTS_NNZ_MIN: usize = 1 << 19;
+
+/// Whether a float spmm runs `nonzero_lists` (which falls back to the gather on the device):
+/// f32 with more than 64 columns. Up to 64 the lists gain at most 10 % (N, 5 % nonzero) and the
+/// listing pass costs 11 % on dense B, the common case there.
+fn lists_measured(stats: &CsrStats, kind: InputKind, n: usize, dtype: DType) -> bool {
+    kind == InputKind::Float && n > 64 && dtype == DType::F32 && stats.nnz >= LISTS_NNZ_MIN
+}
+
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
 /// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
-/// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone).
+/// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone); f32 with n > 1
+/// through `nonzero_lists` (as N) where the columns are not skewed.
 pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) -> SpmmT {
     let spmv_events = n == 1 && kind == InputKind::Events && can_scatter(dtype);
     if n == 1 && kind == InputKind::Events && output_slices_pay(stats) {
@@ -415,6 +434,8 @@ pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) 
         SpmmT::Scatter
     } else if kind == InputKind::Events && n > 1 && !skewed(&stats.cols) {
         SpmmT::EventBits
+    } else if lists_measured(stats, kind, n, dtype) && !skewed(&stats.cols) {
+        SpmmT::NonzeroLists
     } else {
         SpmmT::CscGather
     }
@@ -726,7 +747,14 @@ mod tests {
     fn spmm_n_picks_by_row_lengths() {
         let uniform = stats(&[1000; 1000]);
         let float = InputKind::Float;
-        assert_eq!(choose_spmm_n(&uniform, 128, float, DType::F32, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&uniform, 128, float, DType::F32, &H100), SpmmN::NonzeroLists);
+        assert_eq!(choose_spmm_n(&uniform, 65, float, DType::F32, &H100), SpmmN::NonzeroLists);
+        assert_eq!(choose_spmm_n(&uniform, 64, float, DType::F32, &H100), SpmmN::WarpPerRow);
+        for dtype in [DType::F16, DType::BF16, DType::F64] {
+            assert_eq!(choose_spmm_n(&uniform, 128, float, dtype, &H100), SpmmN::WarpPerRow);
+        }
+        assert_eq!(choose_spmm_n(&stats(&[100; 1000]), 128, float, DType::F32, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&uniform, 1, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 128, InputKind::Events, DType::F32, &H100), SpmmN::EventBits);
         assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
         assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::BF16, &H100), SpmmN::WarpPerRow);
@@ -759,7 +787,12 @@ mod tests {
         assert_eq!(choose_spmm_t(&large, 1, DType::F64, InputKind::Events), SpmmT::Scatter);
         assert_eq!(choose_spmm_t(&long, 1, DType::F32, InputKind::Events), SpmmT::RowWarpScatter);
         assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Events), SpmmT::EventBits);
-        assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Float), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Float), SpmmT::NonzeroLists);
+        assert_eq!(choose_spmm_t(&large, 128, DType::F16, InputKind::Float), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&small, 128, DType::F32, InputKind::Float), SpmmT::CscGather);
+        let mut hub = vec![50; 20_000];
+        hub[3] = 20_000;
+        assert_eq!(choose_spmm_t(&stats(&hub), 128, DType::F32, InputKind::Float), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&small, 1, DType::F32, InputKind::Events), SpmmT::CscGather);
         assert_eq!(choose_spmm_t(&large, 1, DType::BF16, InputKind::Events), SpmmT::CscGather);
         let wide = CsrStats { cols: LengthStats::from_lengths(std::iter::repeat_n(4, 500_000)), ..long.clone() };

@@ -196,7 +196,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.m, n), &args)
         }
         SpmmN::EventBits => event_bits(s, SPMM_N_BITS, p, args, a.m),
-        SpmmN::NonzeroLists => nonzero_lists(s, SPMM_N_LISTS, p, args, a.m),
+        SpmmN::NonzeroLists => nonzero_lists(s, (SPMM_N_LISTS, SPMM_N_WARP), p, args, (a.k, a.m)),
         SpmmN::LengthClasses => {
             let [thread, warp, block] = profile.class_rows.map(|r| r as u64);
             let warps = THREADS as u64 / 32;
@@ -246,7 +246,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
         SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc(s, a, args)?, a.k),
-        SpmmT::NonzeroLists => nonzero_lists(s, SPMM_T_LISTS, p, with_csc(s, a, args)?, a.k),
+        SpmmT::NonzeroLists => nonzero_lists(s, (SPMM_T_LISTS, SPMM_T_GATHER), p, with_csc(s, a, args)?, (a.m, a.k)),
         SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
@@ -316,12 +316,57 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
 const NONZERO_COLS: u64 = 128;
 const NONZERO_SLOT_BYTES: u64 = 256;
 
-/// spmm on floats: B's rows listed as their nonzeros, then a warp per output line and 128
-/// columns.
-fn nonzero_lists(s: &Stream, family: Family, p: &Product, args: Args, lines: usize) -> Result<()> {
-    let tiles = (p.y.cols as u64).div_ceil(NONZERO_COLS);
-    let packed = PackedB { kernel: LIST_NONZEROS, tiles, ldaux: tiles, row_bytes: tiles * NONZERO_SLOT_BYTES };
-    through_packed_b(s, p, args, packed, (family, lines, NONZERO_COLS))
+/// Blocks of `list_nonzeros` at most: each leaves a count that every block of the two product
+/// launches sums (kernels/sparse.cu, `lists_pay`); 1,024 of 8 warps fill an H100 (132 SMs).
+const LIST_BLOCKS_MAX: u64 = 1024;
+
+/// spmm on floats in three launches: B's rows (`b_rows`) listed as their nonzeros per 128
+/// columns, counting them, then the lists' product (`lists`, one wave of blocks whose warps
+/// stride over the output lines, 128 columns each) and the gather (`gather`, as its own plan
+/// launches it), of which the device runs one: the lists where B is mostly zeros, else the
+/// gather (the other returns at once; the lists leave their choice for the gather after the
+/// counts).
+fn nonzero_lists(
+    s: &Stream,
+    (lists, gather): (Family, Family),
+    p: &Product,
+    args: Args,
+    (b_rows, lines): (usize, usize),
+) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (t, n) = (Some(p.a.dtype), p.y.cols as u64);
+    let tiles = n.div_ceil(NONZERO_COLS);
+    let slots = b_rows as u64 * tiles;
+    let blocks = slots.div_ceil(8).clamp(1, LIST_BLOCKS_MAX);
+    let slot_bytes = slots * NONZERO_SLOT_BYTES;
+    let scratch = scratch(s, (slot_bytes + 4 * (blocks + 1)) as usize)?; // held until the launches are queued
+    let counts = scratch.ptr + slot_bytes;
+    let list = Args {
+        x: args.x,
+        ldx: args.ldx,
+        y: scratch.ptr,
+        ldaux: tiles as i64,
+        lines: b_rows as i64,
+        n: n as i64,
+        out2: counts,
+        ..Args::default()
+    };
+    gpu.launch(stream, gpu.kernel(LIST_NONZEROS, Some(p.x.dtype), None)?, Grid::new((blocks, 1), (THREADS, 1)), &list)?;
+    let chosen = Args { out2: counts, lines: blocks as i64, ..args };
+    let product = Args { aux: scratch.ptr, ldaux: tiles as i64, ..chosen };
+    let lists_grid = one_wave(gpu, Grid::warps_by_columns(lines as u64, n, NONZERO_COLS), LISTS_BLOCKS_PER_SM);
+    gpu.launch(stream, gpu.kernel(lists, t, None)?, lists_grid, &product)?;
+    gpu.launch(stream, gpu.kernel(gather, t, Some(p.x.dtype))?, warp_grid(lines, p.y.cols), &chosen)
+}
+
+/// Blocks an SM holds at once of the lists' product (kernels/sparse.cu, LISTS_BLOCKS_PER_SM).
+const LISTS_BLOCKS_PER_SM: u64 = 3;
+
+/// `grid` with at most one wave of blocks (`per_sm` an SM), its columns kept: for kernels whose
+/// warps stride over their lines.
+fn one_wave(gpu: &super::Gpu, grid: Grid, per_sm: u64) -> Grid {
+    let wave = (gpu.multiprocessors as u64 * per_sm).div_ceil(grid.blocks.1);
+    Grid { blocks: (grid.blocks.0.min(wave), grid.blocks.1), ..grid }
 }
 
 /// spmv N on an event vector (f32/f64, `csc_scatter`): the census scales y by beta and counts
