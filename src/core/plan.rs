@@ -411,7 +411,7 @@ pub const SPMM_T: SpmmTTable = SpmmTTable {
 /// Stored entries from which a float spmm runs `nonzero_lists`: on 500,000 entries (10000² x
 /// 50/row or 2500² x 200/row, 128 columns) the lists gain 1-3 µs of 30-35 at 10 % nonzero and
 /// their listing pass costs 4-6 µs on dense B, so smaller calls keep the gather's one launch.
-pub const LISTS_NNZ_MIN: usize = 1 << 19;
+const LISTS_NNZ_MIN: usize = 1 << 19;
 
 /// Whether a float spmm runs `nonzero_lists` (which falls back to the gather on the device):
 /// f32 with more than 64 columns. Up to 64 the lists gain at most 10 % (N, 5 % nonzero) and the
