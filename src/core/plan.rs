@@ -422,8 +422,9 @@ fn lists_measured(stats: &CsrStats, kind: InputKind, n: usize, dtype: DType) -> 
 
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
 /// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
-/// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone); f32 with n > 1
-/// through `nonzero_lists` (as N) where the columns are not skewed.
+/// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone); f32 with more
+/// than 64 columns and 2^19 entries through `nonzero_lists` (as N) where the columns are not
+/// skewed.
 pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) -> SpmmT {
     let spmv_events = n == 1 && kind == InputKind::Events && can_scatter(dtype);
     if n == 1 && kind == InputKind::Events && output_slices_pay(stats) {
