@@ -798,6 +798,15 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
     }
 }
 
+// The warp's lines, striding by the grid (one wave of blocks). The part width is chosen outside
+// the loop: three lists_line bodies inside it spilled (ptxas, f32: 8 bytes stored, 24 loaded).
+template <class T, class Walk, int LANES> __device__ void lists_lines(const Args& a, typename AccOf<T>::type* sums) {
+    for (int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + threadIdx.x / 32; i < Walk::count(a); i += (int64_t)gridDim.x * BLOCK_WARPS) {
+        __syncwarp();  // the last line's sums are read
+        lists_line<T, Walk, LANES>(a, i, sums);
+    }
+}
+
 // Parts of 4 lanes where n <= 32, 8 where n <= 64 (one tile of 32 or 64 columns), else 16.
 template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     typedef typename AccOf<T>::type A;
@@ -805,13 +814,10 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     const bool pay = lists_pay(a, Walk::sources(a));
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) ((int*)a.out2)[a.lines] = pay;  // lists_ran
     if (!pay) return;  // the gather's launch runs the product
-    const int warp = threadIdx.x / 32;
-    for (int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + warp; i < Walk::count(a); i += (int64_t)gridDim.x * BLOCK_WARPS) {
-        __syncwarp();  // the last line's sums are read
-        if (a.n <= 32) lists_line<T, Walk, 4>(a, i, sums[warp]);
-        else if (a.n <= 64) lists_line<T, Walk, 8>(a, i, sums[warp]);
-        else lists_line<T, Walk, 16>(a, i, sums[warp]);
-    }
+    A* mine = sums[threadIdx.x / 32];
+    if (a.n <= 32) lists_lines<T, Walk, 4>(a, mine);
+    else if (a.n <= 64) lists_lines<T, Walk, 8>(a, mine);
+    else lists_lines<T, Walk, 16>(a, mine);
 }
 
 #define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)
