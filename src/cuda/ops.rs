@@ -196,7 +196,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
             gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.m, n), &args)
         }
         SpmmN::EventBits => event_bits(s, SPMM_N_BITS, p, args, a.m),
-        SpmmN::NonzeroLists => nonzero_lists(s, (SPMM_N_LISTS, SPMM_N_WARP), p, args, (a.k, a.m)),
+        SpmmN::NonzeroLists => nonzero_lists(s, (SPMM_N_LISTS, SPMM_N_WARP), p, args, a.m),
         SpmmN::LengthClasses => {
             let [thread, warp, block] = profile.class_rows.map(|r| r as u64);
             let warps = THREADS as u64 / 32;
@@ -246,7 +246,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
         SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc(s, a, args)?, a.k),
-        SpmmT::NonzeroLists => nonzero_lists(s, (SPMM_T_LISTS, SPMM_T_GATHER), p, with_csc(s, a, args)?, (a.m, a.k)),
+        SpmmT::NonzeroLists => nonzero_lists(s, (SPMM_T_LISTS, SPMM_T_GATHER), p, with_csc(s, a, args)?, a.k),
         SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
@@ -282,15 +282,7 @@ fn through_packed_b(
     let (gpu, stream) = parts(s)?;
     let (b_rows, n) = (p.x.rows as u64, p.y.cols as u64);
     let scratch = scratch(s, (b_rows * packed.row_bytes) as usize)?; // held until both launches are queued
-    let pack = Args {
-        x: args.x,
-        ldx: args.ldx,
-        y: scratch.ptr,
-        ldaux: packed.ldaux as i64,
-        lines: b_rows as i64,
-        n: n as i64,
-        ..Args::default()
-    };
+    let pack = rewrite_b(p, &args, scratch.ptr, packed.ldaux);
     gpu.launch(stream, gpu.kernel(packed.kernel, Some(p.x.dtype), None)?, Grid::warps(b_rows * packed.tiles), &pack)?;
     gpu.launch(
         stream,
@@ -298,6 +290,20 @@ fn through_packed_b(
         Grid::warps_by_columns(lines as u64, n, warp_cols),
         &Args { aux: scratch.ptr, ldaux: packed.ldaux as i64, ..args },
     )
+}
+
+/// The arguments of a pass that rewrites B (`args.x`, p.x.rows x p.y.cols) into `out`, `ldaux`
+/// units a row.
+fn rewrite_b(p: &Product, args: &Args, out: u64, ldaux: u64) -> Args {
+    Args {
+        x: args.x,
+        ldx: args.ldx,
+        y: out,
+        ldaux: ldaux as i64,
+        lines: p.x.rows as i64,
+        n: p.y.cols as i64,
+        ..Args::default()
+    }
 }
 
 /// spmm on events: B's events packed to bits, then a warp per output line and 128 columns (64
@@ -316,41 +322,26 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
 const NONZERO_COLS: u64 = 128;
 const NONZERO_SLOT_BYTES: u64 = 256;
 
-/// Blocks of `list_nonzeros` at most: each leaves a count that every block of the two product
-/// launches sums (kernels/sparse.cu, `lists_pay`); 1,024 of 8 warps fill an H100 (132 SMs).
+/// Blocks of `list_nonzeros` at most: each leaves a count that every block of the lists'
+/// product sums (kernels/sparse.cu, `lists_pay`); 1,024 of 8 warps fill an H100 (132 SMs).
 const LIST_BLOCKS_MAX: u64 = 1024;
 
-/// spmm on floats in three launches: B's rows (`b_rows`) listed as their nonzeros per 128
-/// columns, counting them, then the lists' product (`lists`, one wave of blocks whose warps
+/// spmm on floats in three launches: B's rows listed as their nonzeros per 128 columns,
+/// counting them, then the lists' product (`lists`, one wave of blocks whose warps
 /// stride over the output lines, 128 columns each) and the gather (`gather`, as its own plan
 /// launches it), of which the device runs one: the lists where B is mostly zeros, else the
 /// gather (the other returns at once; the lists leave their choice for the gather after the
 /// counts).
-fn nonzero_lists(
-    s: &Stream,
-    (lists, gather): (Family, Family),
-    p: &Product,
-    args: Args,
-    (b_rows, lines): (usize, usize),
-) -> Result<()> {
+fn nonzero_lists(s: &Stream, (lists, gather): (Family, Family), p: &Product, args: Args, lines: usize) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (t, n) = (Some(p.a.dtype), p.y.cols as u64);
     let tiles = n.div_ceil(NONZERO_COLS);
-    let slots = b_rows as u64 * tiles;
+    let slots = p.x.rows as u64 * tiles;
     let blocks = slots.div_ceil(8).clamp(1, LIST_BLOCKS_MAX);
     let slot_bytes = slots * NONZERO_SLOT_BYTES;
     let scratch = scratch(s, (slot_bytes + 4 * (blocks + 1)) as usize)?; // held until the launches are queued
     let counts = scratch.ptr + slot_bytes;
-    let list = Args {
-        x: args.x,
-        ldx: args.ldx,
-        y: scratch.ptr,
-        ldaux: tiles as i64,
-        lines: b_rows as i64,
-        n: n as i64,
-        out2: counts,
-        ..Args::default()
-    };
+    let list = Args { out2: counts, ..rewrite_b(p, &args, scratch.ptr, tiles) };
     gpu.launch(stream, gpu.kernel(LIST_NONZEROS, Some(p.x.dtype), None)?, Grid::new((blocks, 1), (THREADS, 1)), &list)?;
     let chosen = Args { out2: counts, lines: blocks as i64, ..args };
     let product = Args { aux: scratch.ptr, ldaux: tiles as i64, ..chosen };
