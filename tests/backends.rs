@@ -259,7 +259,6 @@ impl Pattern {
     }
 }
 
-/// Appends a row of `len` random columns below k, one in `dup_in` repeating the entry before.
 /// m x k with `per_row` entries in every row (some repeated).
 fn uniform_pattern(rng: &mut Rng, (m, k): (usize, usize), per_row: usize) -> Pattern {
     let (mut indptr, mut indices) = (vec![0i64], vec![]);
@@ -269,6 +268,7 @@ fn uniform_pattern(rng: &mut Rng, (m, k): (usize, usize), per_row: usize) -> Pat
     Pattern { m, k, indptr, indices }
 }
 
+/// Appends a row of `len` random columns below k, one in `dup_in` repeating the entry before.
 fn push_row(rng: &mut Rng, (indptr, indices): (&mut Vec<i64>, &mut Vec<i32>), len: usize, k: usize, dup_in: usize) {
     for _ in 0..len {
         let dup = !indices.is_empty() && rng.below(dup_in) == 0;
@@ -356,8 +356,8 @@ impl Pair {
     }
 
     /// Rows 97 to 100 % zero, and every 64th row (from row 7) all nonzero: under 1/16 of B in
-    /// all, so `nonzero_lists` takes its lists (with whole tiles read as they are) on any B of
-    /// more than a few rows.
+    /// all, so `nonzero_lists` takes its lists (with whole tiles read as they are) on a B of a
+    /// hundred rows or more.
     fn sparse_rows(&mut self, rows: usize, cols: usize) -> Vec<f64> {
         (0..rows)
             .flat_map(|r| {
