@@ -201,45 +201,51 @@ def csr_bytes(m, nnz, weights=True):
 
 
 def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
-    """spmm N and T of one matrix (k x n B, `nz` of its entries non-zero) beside cuSPARSE on A
-    (N) and on a stored Aᵀ (T)."""
+    """spmm N and T of one matrix (k x n B, `nz` of its entries non-zero; B and C of w's dtype)
+    beside cuSPARSE on A (N) and on a stored Aᵀ (T)."""
+    dt = w.dtype
     B = torch.randn(k, n, device="cuda")
     if nz < 1:
         B *= torch.rand(k, n, device="cuda") < nz
-    C_ = torch.empty(m, n, device="cuda")
+    B = B.to(dt)
+    C_ = torch.empty(m, n, device="cuda", dtype=dt)
     hb, hc = evs.dense(B), evs.dense(C_)
     At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, k))
-    nbytes = csr_bytes(m, col.numel()) + 4 * (k + m) * n
+    nbytes = csr_bytes(m, col.numel()) + B.element_size() * (k + m) * n
+    tol = 1e-3 if dt == torch.float32 else 5e-3 if dt == torch.float16 else 3e-2
     ref = At @ B
     ours = measure(evs, "spmm_n", lambda: evsparse.spmm(a, hb, hc, op=OP_N, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
-                   lambda plan: check(f"spmm N {plan}", C_, ref))
+                   lambda plan: check(f"spmm N {plan}", C_, ref, tol))
     tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ B), nbytes)
     del At, ref
-    Bt = B if k == m else torch.randn(m, n, device="cuda")
-    Ct = C_ if k == m else torch.empty(k, n, device="cuda")
+    Bt = B if k == m else torch.randn(m, n, device="cuda", dtype=dt)
+    Ct = C_ if k == m else torch.empty(k, n, device="cuda", dtype=dt)
     hbt, hct = (hb, hc) if k == m else (evs.dense(Bt), evs.dense(Ct))
     colptr, rowind, order = transpose(m, k, crow, col)  # the transpose a torch user would keep, untimed
     Att = torch.sparse_csr_tensor(colptr, rowind, w[order], (k, m))
     ref = Att @ Bt
     a.analyse(evs.stream)
     ours = measure(evs, "spmm_t", lambda: evsparse.spmm(a, hbt, hct, op=OP_T, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
-                   lambda plan: check(f"spmm T {plan}", Ct, ref))
+                   lambda plan: check(f"spmm T {plan}", Ct, ref, tol))
     tab.add(f"spmm T {label}", ours, "torch CSR of Aᵀ @", timed(lambda: Att @ Bt), nbytes)
 
 
 def bench_spmm(evs, tab, quick):
-    """B 10 % nonzero and dense, 32 to 256 columns; rows of 200 and 1000; and B larger than L2
-    (200,000 rows of 128 columns, 102 MB)."""
-    cases = [(10000, 200, [(128, 0.1), (64, 0.1), (32, 0.1), (256, 0.1), (128, 1.0), (64, 1.0), (32, 1.0), (256, 1.0)]),
-             (10000, 1000, [(128, 0.1)]), (200_000, 50, [(128, 0.1), (128, 1.0)])]
-    for m, per_row, shapes in cases:
+    """B 10 % nonzero and dense, 32 to 256 columns; rows of 200 and 1000; B larger than L2
+    (200,000 rows of 128 columns, 102 MB); f16 and bf16 (A, B and C)."""
+    f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
+    cases = [(10000, 200, f32, [(128, 0.1), (64, 0.1), (32, 0.1), (256, 0.1), (128, 1.0), (64, 1.0), (32, 1.0), (256, 1.0)]),
+             (10000, 1000, f32, [(128, 0.1)]), (200_000, 50, f32, [(128, 0.1), (128, 1.0)]),
+             (10000, 200, f16, [(128, 0.1), (128, 1.0)]), (10000, 200, bf16, [(128, 0.1), (128, 1.0)])]
+    for m, per_row, dt, shapes in cases:
         crow, col = random_csr(m, m, per_row)
-        w = torch.rand(col.numel(), device="cuda")
+        w = torch.rand(col.numel(), device="cuda", dtype=dt)
         a = evs.csr(m, m, crow, col, w)
         for n, nz in shapes:
             share = "10% nz" if nz < 1 else "dense"
-            spmm_rows(evs, tab, f"{m:,}² ×{per_row}/row, B {n} cols ({share})".replace("10,000", "10000"), a, m, m, crow, col,
-                      w, n, nz)
+            kind = "" if dt == f32 else f", {str(dt)[6:]}"
+            spmm_rows(evs, tab, f"{m:,}² ×{per_row}/row, B {n} cols ({share}{kind})".replace("10,000", "10000"), a, m, m,
+                      crow, col, w, n, nz)
         a.close()
 
 

@@ -228,13 +228,15 @@ template <class T> __device__ void scale_long_rows(const Args& a) {
 // the device from what the listing saw: list_nonzeros leaves a count of the nonzeros per block in
 // a.out2 (a.lines of them), and every block of lists_mm (one wave) sums them and takes the same
 // branch.
-// The lists pay while at most 1/8 of B's entries are nonzero, 1/16 with 33 to 64 columns, where
-// the gather reads 256-byte rows (H100, bench/NOTES.md, "spmm on mostly-zero floats: the density
-// decided on the device"). A block's threads all call it.
+// The lists pay while at most 1/8 of B's entries are nonzero, 1/9 for f16 and bf16 (whose gather
+// reads half the bytes), 1/16 with 33 to 64 columns, where the gather reads 256-byte rows (H100,
+// bench/NOTES.md, "spmm on mostly-zero floats: the density decided on the device" and "... every
+// dtype"). A block's threads all call it.
 #define LISTS_NONZERO_SHARE 8
+#define LISTS_NONZERO_SHARE_HALF 9
 #define LISTS_NONZERO_SHARE_64 16
 
-__device__ bool lists_pay(const Args& a, int64_t b_rows) {
+template <class T> __device__ bool lists_pay(const Args& a, int64_t b_rows) {
     __shared__ unsigned long long listed;
     if (threadIdx.x == 0) listed = 0;
     __syncthreads();
@@ -243,7 +245,9 @@ __device__ bool lists_pay(const Args& a, int64_t b_rows) {
     for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(0xffffffffu, mine, o);
     if (lane_id() == 0 && mine) atomicAdd(&listed, (unsigned long long)mine);
     __syncthreads();
-    const int share = a.n > 32 && a.n <= 64 ? LISTS_NONZERO_SHARE_64 : LISTS_NONZERO_SHARE;
+    const int share = a.n > 32 && a.n <= 64 ? LISTS_NONZERO_SHARE_64
+                      : sizeof(T) == 2       ? LISTS_NONZERO_SHARE_HALF
+                                             : LISTS_NONZERO_SHARE;
     return (int64_t)listed * share <= b_rows * a.n;
 }
 
@@ -630,9 +634,9 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 
 // ---------------------------------------------------------------- spmm on mostly-zero floats
 // nonzero_lists (float B, n > 1): list_nonzeros writes each row of B, per 128 columns, as a list
-// of its nonzeros: a NONZERO_SLOT_BYTES slot of (column, value) pairs in the stream's scratch
+// of its nonzeros: a slot of NONZERO_SLOT_PAIRS (column, value) pairs in the stream's scratch
 // (a.aux, a.ldaux slots per row of B), pair 0's column holding the count, or DENSE where they
-// do not fit (more than a quarter nonzero for f32). Then lists_mm: a warp per (output line, 128
+// do not fit (more than 31 of the 128). Then lists_mm: a warp per (output line, 128
 // columns), 32 entries at a time. Where a batch's entries are all listed, parts of LANES lanes
 // take alternate entries, adding weight x value at the listed columns into the part's sums in
 // shared memory (the columns of one list are distinct, so no atomics). Where any is DENSE, the
@@ -640,8 +644,9 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // every run. Where B is mostly nonzero (lists_pay, above) lists_mm returns at once and the
 // gather's launch after it runs the product instead.
 #define NONZERO_COLS 128
-#define NONZERO_SLOT_BYTES 256
-#define LISTS_AT_ONCE 4         // lists a part loads at once
+#define NONZERO_SLOT_PAIRS 32
+// Lists a part loads at once: 2 for f64, whose pairs and weights take twice the registers.
+template <class T> __device__ constexpr int lists_at_once() { return sizeof(T) == 8 ? 2 : 4; }
 #define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread: no spills
 
 // One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
@@ -649,7 +654,7 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 template <class T> struct alignas(2 * sizeof(T)) Listed {
     typedef typename std::conditional<sizeof(T) == 2, unsigned short, unsigned>::type Col;
     static constexpr Col DENSE = Col(~0u);  // the count of a tile read from B as it is
-    static constexpr int MAX = NONZERO_SLOT_BYTES / (2 * sizeof(T)) - 1;  // pairs a slot holds
+    static constexpr int MAX = NONZERO_SLOT_PAIRS - 1;  // pairs a slot holds after its count
     Col col;
     T val;
 };
@@ -660,7 +665,7 @@ template <class T> __device__ int list_slot(const Args& a, int64_t w) {
     const int lane = lane_id();
     const int64_t row = w / a.ldaux, c0 = (w % a.ldaux) * NONZERO_COLS;
     const T* x = (const T*)a.x + row * a.ldx + c0;
-    Listed<T>* slot = (Listed<T>*)((char*)a.y + w * NONZERO_SLOT_BYTES);
+    Listed<T>* slot = (Listed<T>*)a.y + w * NONZERO_SLOT_PAIRS;
     T v[4];
     unsigned live[4];
     int count = 0;
@@ -717,28 +722,28 @@ __device__ __forceinline__ void dense_batch(const Args& a, int count, int64_t sr
     }
 }
 
-// A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE
-// at a time (their first pairs loaded together), adding weight x value at the listed columns
+// A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., AT_ONCE at a
+// time (their first pairs loaded together), adding weight x value at the listed columns
 // into its sums `mine`; lane e of the batch holds entry e's list, weight and count.
 template <class T, int LANES, class A>
 __device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A w, unsigned head, A* mine) {
-    constexpr int PARTS = 32 / LANES;
+    constexpr int PARTS = 32 / LANES, AT_ONCE = lists_at_once<T>();
     const int part = lane_id() / LANES, sub = lane_id() % LANES;
-    for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
-        const Listed<T>* l[LISTS_AT_ONCE];
-        A we[LISTS_AT_ONCE];
-        unsigned h[LISTS_AT_ONCE];
-        Listed<T> first[LISTS_AT_ONCE];
+    for (int e0 = 0; e0 < count; e0 += PARTS * AT_ONCE) {
+        const Listed<T>* l[AT_ONCE];
+        A we[AT_ONCE];
+        unsigned h[AT_ONCE];
+        Listed<T> first[AT_ONCE];
 #pragma unroll
-        for (int u = 0; u < LISTS_AT_ONCE; u++) {
-            const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32; past the batch h = 0
+        for (int u = 0; u < AT_ONCE; u++) {
+            const int e = e0 + part + u * PARTS;  // < 32: PARTS AT_ONCE divides 32; past the batch h = 0
             l[u] = (const Listed<T>*)__shfl_sync(0xffffffffu, (unsigned long long)list, e);
             we[u] = __shfl_sync(0xffffffffu, w, e);
             h[u] = __shfl_sync(0xffffffffu, head, e);
             if (sub < (int)h[u]) first[u] = l[u][sub];
         }
 #pragma unroll
-        for (int u = 0; u < LISTS_AT_ONCE; u++) {
+        for (int u = 0; u < AT_ONCE; u++) {
             if (sub < (int)h[u]) mine[first[u].col] += we[u] * A(to_f(first[u].val));
             for (int j = sub + LANES; j < (int)h[u]; j += LANES) mine[l[u][j].col] += we[u] * A(to_f(l[u][j].val));
             __syncwarp();  // the next list may hold the same columns
@@ -754,8 +759,8 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
     constexpr int PARTS = 32 / LANES, COLS = 8 * LANES, V = COLS / 32;
     const int lane = lane_id();
     const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS, c = c0 + V * lane;
-    const char* slots = (const char*)a.aux + blockIdx.y * NONZERO_SLOT_BYTES;
-    const int64_t stride = a.ldaux * NONZERO_SLOT_BYTES;  // bytes of slots per row of B
+    const Listed<T>* slots = (const Listed<T>*)a.aux + blockIdx.y * NONZERO_SLOT_PAIRS;
+    const int64_t stride = a.ldaux * NONZERO_SLOT_PAIRS;  // pairs of slots per row of B
     const bool runs = (uintptr_t)a.x % sizeof(Run<T, V>) == 0 && a.ldx % V == 0 && a.n % V == 0;
     for (int k = lane; k < PARTS * COLS; k += 32) sums[k] = A(0);
     __syncwarp();
@@ -766,7 +771,7 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
         if (base + lane < end) {
             src = Walk::source(a, base + lane);
             w = weight<T, A>(a, Walk::entry(a, base + lane));
-            head = ((const Listed<T>*)(slots + src * stride))->col;
+            head = slots[src * stride].col;
         }
     };
     int64_t src;
@@ -783,7 +788,7 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
             if (runs) dense_batch<T, V, true>(a, count, src, w, c, acc);
             else dense_batch<T, V, false>(a, count, src, w, c, acc);
         } else {
-            const Listed<T>* list = (const Listed<T>*)(slots + src * stride) + 1;
+            const Listed<T>* list = slots + src * stride + 1;
             listed_batch<T, LANES>(count, list, w, head, sums + (lane / LANES) * COLS);
         }
         src = next_src, w = next_w, head = next_head;
@@ -811,7 +816,7 @@ template <class T, class Walk, int LANES> __device__ void lists_lines(const Args
 template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     typedef typename AccOf<T>::type A;
     __shared__ A sums[BLOCK_WARPS][8 * 32];
-    const bool pay = lists_pay(a, Walk::sources(a));
+    const bool pay = lists_pay<T>(a, Walk::sources(a));
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) ((int*)a.out2)[a.lines] = pay;  // lists_ran
     if (!pay) return;  // the gather's launch runs the product
     A* mine = sums[threadIdx.x / 32];

@@ -464,7 +464,7 @@ fn spmm_on_mostly_zero_floats_matches_cpu() {
 
 /// `nonzero_lists` down each of its device-side branches on a B of 1,500 rows: 1-4 % nonzero
 /// with every 64th row whole (the lists, some tiles read as they are), and all nonzero (the
-/// gather), at 48 and 128 columns (their thresholds differ), f32 and f16.
+/// gather), at 48 and 128 columns (their thresholds differ), every dtype.
 #[test]
 fn nonzero_lists_takes_the_lists_and_the_gather() {
     let mut p = Pair::new();
@@ -472,7 +472,8 @@ fn nonzero_lists_takes_the_lists_and_the_gather() {
         return;
     }
     let pat = uniform_pattern(&mut p.rng, (1500, 1500), 24);
-    for (t, n) in [(DType::F32, 128), (DType::F16, 48), (DType::F32, 48), (DType::F16, 128)] {
+    let cases = [(DType::F32, 128), (DType::F16, 48), (DType::F32, 48), (DType::F16, 128), (DType::F64, 128), (DType::BF16, 48)];
+    for (t, n) in cases {
         for op in [Op::N, Op::T] {
             for dense in [false, true] {
                 let values = if dense { p.values(1500 * n, 0) } else { p.sparse_rows(1500, n) };

@@ -338,7 +338,7 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
         SpmmN::CscScatter
     } else if kind == InputKind::Events && n > 1 {
         SpmmN::EventBits
-    } else if lists_measured(stats, kind, n, dtype) {
+    } else if lists_measured(stats, kind, n) {
         SpmmN::NonzeroLists
     } else if n == 1 && rows.max <= SPMM_N.thread_row_max {
         SpmmN::ThreadPerRow
@@ -414,10 +414,10 @@ pub const SPMM_T: SpmmTTable = SpmmTTable {
 const LISTS_NNZ_MIN: usize = 1 << 19;
 
 /// Whether a float spmm runs `nonzero_lists` (which falls back to the gather on the device):
-/// f32 with more than 64 columns. Up to 64 the lists gain at most 10 % (N, 5 % nonzero) and the
+/// more than 64 columns. Up to 64 the lists gain at most 10 % (N, 5 % nonzero) and the
 /// listing pass costs 11 % on dense B, the common case there.
-fn lists_measured(stats: &CsrStats, kind: InputKind, n: usize, dtype: DType) -> bool {
-    kind == InputKind::Float && n > 64 && dtype == DType::F32 && stats.nnz >= LISTS_NNZ_MIN
+fn lists_measured(stats: &CsrStats, kind: InputKind, n: usize) -> bool {
+    kind == InputKind::Float && n > 64 && stats.nnz >= LISTS_NNZ_MIN
 }
 
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
@@ -435,7 +435,7 @@ pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) 
         SpmmT::Scatter
     } else if kind == InputKind::Events && n > 1 && !skewed(&stats.cols) {
         SpmmT::EventBits
-    } else if lists_measured(stats, kind, n, dtype) && !skewed(&stats.cols) {
+    } else if lists_measured(stats, kind, n) && !skewed(&stats.cols) {
         SpmmT::NonzeroLists
     } else {
         SpmmT::CscGather
@@ -752,7 +752,7 @@ mod tests {
         assert_eq!(choose_spmm_n(&uniform, 65, float, DType::F32, &H100), SpmmN::NonzeroLists);
         assert_eq!(choose_spmm_n(&uniform, 64, float, DType::F32, &H100), SpmmN::WarpPerRow);
         for dtype in [DType::F16, DType::BF16, DType::F64] {
-            assert_eq!(choose_spmm_n(&uniform, 128, float, dtype, &H100), SpmmN::WarpPerRow);
+            assert_eq!(choose_spmm_n(&uniform, 128, float, dtype, &H100), SpmmN::NonzeroLists);
         }
         assert_eq!(choose_spmm_n(&stats(&[100; 1000]), 128, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 1, float, DType::F32, &H100), SpmmN::WarpPerRow);
@@ -789,7 +789,7 @@ mod tests {
         assert_eq!(choose_spmm_t(&long, 1, DType::F32, InputKind::Events), SpmmT::RowWarpScatter);
         assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Events), SpmmT::EventBits);
         assert_eq!(choose_spmm_t(&large, 128, DType::F32, InputKind::Float), SpmmT::NonzeroLists);
-        assert_eq!(choose_spmm_t(&large, 128, DType::F16, InputKind::Float), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t(&large, 128, DType::F16, InputKind::Float), SpmmT::NonzeroLists);
         assert_eq!(choose_spmm_t(&small, 128, DType::F32, InputKind::Float), SpmmT::CscGather);
         let mut hub = vec![50; 20_000];
         hub[3] = 20_000;

@@ -317,10 +317,10 @@ fn event_bits(s: &Stream, family: Family, p: &Product, args: Args, lines: usize)
     through_packed_b(s, p, args, packed, (family, lines, warp_cols))
 }
 
-/// Columns of B one list covers, and the bytes of its slot (kernels/sparse.cu, "spmm on
-/// mostly-zero floats").
+/// Columns of B one list covers, and the (column, value) pairs of its slot, a pair twice the
+/// dtype's width (kernels/sparse.cu, "spmm on mostly-zero floats").
 const NONZERO_COLS: u64 = 128;
-const NONZERO_SLOT_BYTES: u64 = 256;
+const NONZERO_SLOT_PAIRS: u64 = 32;
 
 /// Blocks of `list_nonzeros` at most: each leaves a count that every block of the lists'
 /// product sums (kernels/sparse.cu, `lists_pay`); 1,024 of 8 warps fill an H100 (132 SMs).
@@ -338,7 +338,7 @@ fn nonzero_lists(s: &Stream, (lists, gather): (Family, Family), p: &Product, arg
     let tiles = n.div_ceil(NONZERO_COLS);
     let slots = p.x.rows as u64 * tiles;
     let blocks = slots.div_ceil(8).clamp(1, LIST_BLOCKS_MAX);
-    let slot_bytes = slots * NONZERO_SLOT_BYTES;
+    let slot_bytes = slots * NONZERO_SLOT_PAIRS * 2 * p.x.dtype.size() as u64;
     let scratch = scratch(s, (slot_bytes + 4 * (blocks + 1)) as usize)?; // held until the launches are queued
     let counts = scratch.ptr + slot_bytes;
     let list = Args { out2: counts, ..rewrite_b(p, &args, scratch.ptr, tiles) };
