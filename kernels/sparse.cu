@@ -645,8 +645,7 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // gather's launch after it runs the product instead.
 #define NONZERO_COLS 128
 #define NONZERO_SLOT_PAIRS 32
-// Lists a part loads at once: 2 for f64, whose pairs and weights take twice the registers.
-template <class T> __device__ constexpr int lists_at_once() { return sizeof(T) == 8 ? 2 : 4; }
+#define LISTS_AT_ONCE 4         // lists a part loads at once (f64 spills 32 bytes: still faster than 2)
 #define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread: no spills
 
 // One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
@@ -722,28 +721,28 @@ __device__ __forceinline__ void dense_batch(const Args& a, int count, int64_t sr
     }
 }
 
-// A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., AT_ONCE at a
-// time (their first pairs loaded together), adding weight x value at the listed columns
+// A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE
+// at a time (their first pairs loaded together), adding weight x value at the listed columns
 // into its sums `mine`; lane e of the batch holds entry e's list, weight and count.
 template <class T, int LANES, class A>
 __device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A w, unsigned head, A* mine) {
-    constexpr int PARTS = 32 / LANES, AT_ONCE = lists_at_once<T>();
+    constexpr int PARTS = 32 / LANES;
     const int part = lane_id() / LANES, sub = lane_id() % LANES;
-    for (int e0 = 0; e0 < count; e0 += PARTS * AT_ONCE) {
-        const Listed<T>* l[AT_ONCE];
-        A we[AT_ONCE];
-        unsigned h[AT_ONCE];
-        Listed<T> first[AT_ONCE];
+    for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
+        const Listed<T>* l[LISTS_AT_ONCE];
+        A we[LISTS_AT_ONCE];
+        unsigned h[LISTS_AT_ONCE];
+        Listed<T> first[LISTS_AT_ONCE];
 #pragma unroll
-        for (int u = 0; u < AT_ONCE; u++) {
-            const int e = e0 + part + u * PARTS;  // < 32: PARTS AT_ONCE divides 32; past the batch h = 0
+        for (int u = 0; u < LISTS_AT_ONCE; u++) {
+            const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32; past the batch h = 0
             l[u] = (const Listed<T>*)__shfl_sync(0xffffffffu, (unsigned long long)list, e);
             we[u] = __shfl_sync(0xffffffffu, w, e);
             h[u] = __shfl_sync(0xffffffffu, head, e);
             if (sub < (int)h[u]) first[u] = l[u][sub];
         }
 #pragma unroll
-        for (int u = 0; u < AT_ONCE; u++) {
+        for (int u = 0; u < LISTS_AT_ONCE; u++) {
             if (sub < (int)h[u]) mine[first[u].col] += we[u] * A(to_f(first[u].val));
             for (int j = sub + LANES; j < (int)h[u]; j += LANES) mine[l[u][j].col] += we[u] * A(to_f(l[u][j].val));
             __syncwarp();  // the next list may hold the same columns
