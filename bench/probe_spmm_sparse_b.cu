@@ -1,6 +1,8 @@
 // Tuning probe for spmm N with a mostly-zero float B (issue #9, item 1: A 10000² x 200/row f32,
 // B 10000 x 128 f32 with 10 % (or 100 %) non-zeros), standalone: each variant on the same random
-// matrices in one run, checked against a plain kernel. Build and run on the GPU machine:
+// matrices in one run, checked against a plain kernel. quad_pack / qrows: B's rows packed to the
+// 4-column groups that hold a non-zero, lanes owning 4 columns in registers (bench/NOTES.md,
+// "spmm on mostly-zero floats: packed quads, predicted"). Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_spmm_sparse_b.cu -o /tmp/q && /tmp/q
 #include "probe.cuh"
 
@@ -13,6 +15,8 @@ struct Prob {
     int* counts;             // compacted B: per (row, 128-column tile) its non-zeros
     unsigned char* cols;     // ... their columns within the tile (128 slots)
     float* vals;             // ... and values (128 slots)
+    unsigned* qmask;         // packed quads: per (row, 128-column tile) which of its 32 quads hold a non-zero
+    float4* quads;           // ... those quads in order (32 slots)
     float* c;                // m x n
 };
 
@@ -178,10 +182,79 @@ template <int UNROLL> __global__ void __launch_bounds__(256) rounds(Prob p) {
         if (blockIdx.y * 128 + u < p.n) p.c[(long)i * p.n + blockIdx.y * 128 + u] = acc[wib][u];
 }
 
+// Packs each (row of B, 128 columns) to the quads (4 columns) that hold a non-zero: lane l takes
+// quad l, a ballot gives the tile's mask, each live quad goes to its rank.
+__global__ void pack_quads(Prob p) {
+    int tiles = (p.n + 127) / 128;
+    long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (warp >= (long)p.k * tiles) return;
+    long row = warp / tiles;
+    int c = (warp % tiles) * 128 + 4 * lane;
+    float4 v = make_float4(0, 0, 0, 0);
+    if (c + 3 < p.n) v = *(const float4*)(p.b + row * p.n + c);  // the probe's n is a multiple of 4
+    unsigned live = __ballot_sync(~0u, v.x != 0.f || v.y != 0.f || v.z != 0.f || v.w != 0.f);
+    if (live >> lane & 1) p.quads[warp * 32 + __popc(live & ((1u << lane) - 1))] = v;
+    if (lane == 0) p.qmask[warp] = live;
+}
+
+// A warp per (row, 128 columns), lane l columns 4l .. 4l + 3 in registers (as `quads`): each entry's
+// tile mask says whether lane l's quad is live and its rank among the packed quads; live lanes
+// load it (one 16-byte load), the others idle. No shared memory, no atomics, B's zero quads never
+// read. The batch's sources, weights and masks load while the previous batch is added; UNROLL
+// entries' quads in flight.
+template <int UNROLL> __global__ void __launch_bounds__(256) quad_rows(Prob p) {
+    int i = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (i >= p.m) return;
+    int tiles = (p.n + 127) / 128;
+    const float4* quads = p.quads + blockIdx.y * 32;  // row s's tile at quads + s * stride
+    const unsigned* masks = p.qmask + blockIdx.y;
+    unsigned stride = 32u * tiles;  // the probe's quads stay under 2^32 of them
+    unsigned below = (1u << lane) - 1;
+    asm("" : "+l"(quads), "+r"(below));  // kept in registers: ptxas rebuilt both for every entry
+    float4 acc = make_float4(0, 0, 0, 0);
+    long b = p.indptr[i], e = p.indptr[i + 1];
+    auto fetch = [&](long base, int& src, float& w, unsigned& mask) {  // past the row: mask 0
+        src = 0, w = 0, mask = 0;
+        if (base + lane < e) src = p.indices[base + lane], w = p.w[base + lane], mask = masks[(long)src * tiles];
+    };
+    int src;
+    float w;
+    unsigned mask;
+    fetch(b, src, w, mask);
+    for (long base = b; base < e; base += 32) {
+        int next_src;
+        float next_w;
+        unsigned next_mask;
+        fetch(base + 32, next_src, next_w, next_mask);
+        int cnt = (int)min(32L, e - base);
+        for (int q0 = 0; q0 < cnt; q0 += UNROLL) {
+            float4 v[UNROLL];
+            float we[UNROLL];
+            bool live[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) {
+                int q = min(q0 + u, 31);  // past cnt: a lane past the row, mask 0
+                int s = __shfl_sync(~0u, src, q);
+                unsigned m = __shfl_sync(~0u, mask, q);
+                we[u] = __shfl_sync(~0u, w, q);
+                live[u] = m >> lane & 1;
+                if (live[u]) v[u] = __ldg(quads + (unsigned)s * stride + __popc(m & below));
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++)
+                if (live[u]) acc.x += we[u] * v[u].x, acc.y += we[u] * v[u].y, acc.z += we[u] * v[u].z, acc.w += we[u] * v[u].w;
+        }
+        src = next_src, w = next_w, mask = next_mask;
+    }
+    int c = blockIdx.y * 128 + 4 * lane;
+    if (c + 3 < p.n) *(float4*)(p.c + (long)i * p.n + c) = acc;
+}
+
 int main() {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    const char* names[] = {"pairs", "halves", "rounds1", "rounds4", "rounds8", "pack_only", "quads"};
+    const char* names[] = {"pairs", "halves", "rounds1", "rounds4", "rounds8", "pack_only", "quads", "quad_pack", "qrows4", "qrows8"};
     struct Case { int m, per_row, n; double nz; } cases[] = {{10000, 200, 128, 0.10}, {10000, 200, 128, 0.30}, {10000, 200, 128, 1.0}, {10000, 1000, 128, 0.10}};
     printf("%-28s %-10s %10s %10s %8s\n", "case", "variant", "event_us", "graph_us", "maxerr");
     for (auto c : cases) {
@@ -200,6 +273,8 @@ int main() {
         CK(cudaMalloc(&p.counts, (long)k * tiles * 4));
         CK(cudaMalloc(&p.cols, (long)k * tiles * 128));
         CK(cudaMalloc(&p.vals, (long)k * tiles * 128 * 4));
+        CK(cudaMalloc(&p.qmask, (long)k * tiles * 4));
+        CK(cudaMalloc(&p.quads, (long)k * tiles * 32 * 16));
         float* ref;
         CK(cudaMalloc(&p.c, (long)m * n * 4));
         CK(cudaMalloc(&ref, (long)m * n * 4));
@@ -209,7 +284,7 @@ int main() {
         CK(cudaDeviceSynchronize());
         std::vector<float> href((long)m * n);
         CK(cudaMemcpy(href.data(), ref, href.size() * 4, cudaMemcpyDeviceToHost));
-        for (int v = 0; v < 7; v++) {
+        for (int v = 0; v < 10; v++) {
             auto call = [&] {
                 dim3 grid((m + 7) / 8, tiles);
                 if (v == 0) pairs<<<dim3((m + 7) / 8, (n + 63) / 64), 256, 0, s>>>(p);
@@ -219,6 +294,9 @@ int main() {
                 if (v == 2) rounds<1><<<grid, 256, 0, s>>>(p);
                 if (v == 3) rounds<4><<<grid, 256, 0, s>>>(p);
                 if (v == 4) rounds<8><<<grid, 256, 0, s>>>(p);
+                if (v >= 7) pack_quads<<<((long)k * tiles + 7) / 8, 256, 0, s>>>(p);
+                if (v == 8) quad_rows<4><<<grid, 256, 0, s>>>(p);
+                if (v == 9) quad_rows<8><<<grid, 256, 0, s>>>(p);
             };
             CK(cudaMemsetAsync(p.c, 0xff, (long)m * n * 4, s));
             call();
@@ -232,6 +310,7 @@ int main() {
         }
         cudaFree((void*)p.indptr), cudaFree((void*)p.indices), cudaFree((void*)p.w), cudaFree((void*)p.b);
         cudaFree(p.counts), cudaFree(p.cols), cudaFree(p.vals), cudaFree(p.c), cudaFree(ref);
+        cudaFree(p.qmask), cudaFree(p.quads);
     }
     return 0;
 }
