@@ -71,9 +71,10 @@ def measure(evs, family, fn, verify=None, graph=False):
     """[(plan, ms, chosen, graph ms or None)]: the chooser's pick, then with --variants every
     other algorithm of the family forced in turn (those that cannot run the call are left out).
     `verify` checks each variant's result; `graph` adds the per-call time of a CUDA graph of
-    GRAPH_CALLS captured calls."""
+    GRAPH_CALLS captured calls, for calls of at most GRAPH_MS_MAX."""
     def time_both(fn):
-        return timed(fn), graphed(evs, fn) if graph else None
+        ms = timed(fn)
+        return ms, graphed(evs, fn) if graph and ms <= GRAPH_MS_MAX else None
 
     evs.force(family + ":auto")
     fn()
@@ -113,6 +114,7 @@ def timed(fn):
 
 
 GRAPH_CALLS = 100
+GRAPH_MS_MAX = 2.0  # slower variants (thread_per_row on wide B: 12 ms) would take minutes to replay
 
 
 def graphed(evs, fn):
@@ -215,7 +217,7 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
     tol = 1e-3 if dt == torch.float32 else 5e-3 if dt == torch.float16 else 3e-2
     ref = At @ B
     ours = measure(evs, "spmm_n", lambda: evsparse.spmm(a, hb, hc, op=OP_N, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
-                   lambda plan: check(f"spmm N {plan}", C_, ref, tol))
+                   lambda plan: check(f"spmm N {plan}", C_, ref, tol), graph=True)
     tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ B), nbytes)
     del At, ref
     Bt = B if k == m else torch.randn(m, n, device="cuda", dtype=dt)
@@ -226,7 +228,7 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
     ref = Att @ Bt
     a.analyse(evs.stream)
     ours = measure(evs, "spmm_t", lambda: evsparse.spmm(a, hbt, hct, op=OP_T, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
-                   lambda plan: check(f"spmm T {plan}", Ct, ref, tol))
+                   lambda plan: check(f"spmm T {plan}", Ct, ref, tol), graph=True)
     tab.add(f"spmm T {label}", ours, "torch CSR of Aᵀ @", timed(lambda: Att @ Bt), nbytes)
 
 
