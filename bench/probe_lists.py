@@ -4,7 +4,8 @@
 # uniform rows (10000² x 200 and x 1000, 200,000² x 50) with B 32 to 256 columns from 2 % to all
 # non-zero, and calls of 500,000 entries (`LISTS_NNZ_MIN`). The crossover density sets the
 # device's choice between the lists and the gather. DTYPE=float16 / bfloat16 / float64 runs
-# the first case in that dtype (A and B alike; checked against float64).
+# the first case in that dtype (A and B alike; checked against float64). OWNED=1 creates A from
+# host copies (evsparse owns its weights) instead of wrapping torch's arrays.
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -22,7 +23,10 @@ if dt != torch.float32:  # the first case, densities about the crossover
 for m, per_row, n, rates in CASES[:1] if quick else CASES:
     crow, col = bench.random_csr(m, m, per_row)
     w = torch.rand(col.numel(), device="cuda", dtype=dt)
-    a = evs.csr(m, m, crow, col, w)
+    if os.environ.get("OWNED"):  # copied from host arrays: evsparse owns the weights (T may read a CSC-ordered copy)
+        a = evsparse.CSR(crow.cpu(), col.cpu(), w.cpu(), shape=(m, m), ctx=evs.ctx)
+    else:
+        a = evs.csr(m, m, crow, col, w)
     a.analyse(evs.stream)
     At = torch.sparse_csr_tensor(crow.long(), col.long(), w.double(), (m, m))
     for rate in rates:
