@@ -646,7 +646,7 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 #define NONZERO_COLS 128
 #define NONZERO_SLOT_PAIRS 32
 #define LISTS_AT_ONCE 4         // lists a part loads at once (f64 spills 32 bytes: still faster than 2)
-#define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread: no spills
+#define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread
 
 // One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
 // values, so a pair is 4 bytes).
