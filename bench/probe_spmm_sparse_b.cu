@@ -105,15 +105,23 @@ __global__ void quads(Prob p) {
     *(float4*)(p.c + (long)i * p.n + c0) = acc;
 }
 
+// The packing warp's tile (row of B, 128 columns) and its lane's first column (4 a lane); false
+// past the last tile.
+__device__ bool warp_tile(const Prob& p, long& warp, long& row, int& c) {
+    int tiles = (p.n + 127) / 128;
+    warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5;
+    if (warp >= (long)p.k * tiles) return false;
+    row = warp / tiles;
+    c = (warp % tiles) * 128 + 4 * (threadIdx.x & 31);
+    return true;
+}
+
 // Compacts each (row of B, 128 columns) to its non-zeros: a warp each, lane l columns 4l .. 4l + 3,
 // a warp scan of the counts.
 __global__ void pack_nonzeros(Prob p) {
-    int tiles = (p.n + 127) / 128;
-    long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5;
-    int lane = threadIdx.x & 31;
-    if (warp >= (long)p.k * tiles) return;
-    long row = warp / tiles;
-    int tile = warp % tiles, c = tile * 128 + 4 * lane;
+    long warp, row;
+    int c, lane = threadIdx.x & 31;
+    if (!warp_tile(p, warp, row, c)) return;
     float v[4];
     int mine = 0;
     for (int u = 0; u < 4; u++) {
@@ -185,12 +193,9 @@ template <int UNROLL> __global__ void __launch_bounds__(256) rounds(Prob p) {
 // Packs each (row of B, 128 columns) to the quads (4 columns) that hold a non-zero: lane l takes
 // quad l, a ballot gives the tile's mask, each live quad goes to its rank.
 __global__ void pack_quads(Prob p) {
-    int tiles = (p.n + 127) / 128;
-    long warp = (blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5;
-    int lane = threadIdx.x & 31;
-    if (warp >= (long)p.k * tiles) return;
-    long row = warp / tiles;
-    int c = (warp % tiles) * 128 + 4 * lane;
+    long warp, row;
+    int c, lane = threadIdx.x & 31;
+    if (!warp_tile(p, warp, row, c)) return;
     float4 v = make_float4(0, 0, 0, 0);
     if (c + 3 < p.n) v = *(const float4*)(p.b + row * p.n + c);  // the probe's n is a multiple of 4
     unsigned live = __ballot_sync(~0u, v.x != 0.f || v.y != 0.f || v.z != 0.f || v.w != 0.f);
