@@ -5,7 +5,10 @@ Each row: CUDA-event timing, median of REPS runs after WARMUP; the floor is the 
 move over the measured device-to-device bandwidth (or FLOPs at the measured bf16 cuBLAS rate
 for bsrmm), and "% of floor" is floor time / evsparse time. The plan column names the
 algorithm that ran (`evs_last_plan`); with --variants every algorithm of the family is forced
-in turn (`evs_context_set_algorithm`), one row each, the chooser's pick marked with *.
+in turn (`evs_context_set_algorithm`), one row each, the chooser's pick marked with *. The
+graph column (event-driven, dense-event, plasticity and spmm rows) is the per-call time of a
+CUDA graph of GRAPH_CALLS captured calls: GPU time without the host's launch gaps, for calls
+of at most GRAPH_MS_MAX.
 
     EVS_LIBRARY=path/to/libevsparse.so python3 bench/bench.py [--out table.md] [--quick] [--variants]
 """
