@@ -111,10 +111,10 @@ algorithms! {
         /// row and 128 columns adding each entry's weight where its bits are set; no atomics.
         EventBits = "event_bits" on Gpu,
         /// Floats with n > 1: each row of B listed as its nonzeros per 128 columns (a
-        /// per-stream scratch; a tile with more than a quarter nonzero stays as it is), then a
+        /// per-stream scratch; a tile with more than 31 nonzeros stays as it is), then a
         /// warp per row and 128 columns where each entry touches only its row's nonzeros; no
-        /// atomics. Where more than 1/8 of B is nonzero (1/16 with 33 to 64 columns), counted
-        /// on the device, `warp_per_row` runs instead.
+        /// atomics. Where more than 1/8 of B is nonzero (1/9 for f16 and bf16, 1/16 with 33 to
+        /// 64 columns), counted on the device, `warp_per_row` runs instead.
         NonzeroLists = "nonzero_lists" on Gpu,
         /// Columns with live input (events, spike lists) spread their entries onto the output
         /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
@@ -422,7 +422,7 @@ fn lists_measured(stats: &CsrStats, kind: InputKind, n: usize) -> bool {
 
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
 /// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
-/// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone); f32 with more
+/// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone); floats with more
 /// than 64 columns and 2^19 entries through `nonzero_lists` (as N) where the columns are not
 /// skewed.
 pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) -> SpmmT {
