@@ -390,7 +390,8 @@ struct CscWalk {
     __device__ static int64_t begin(const Args& a, int64_t c) { return a.colptr[c]; }
     __device__ static int64_t end(const Args& a, int64_t c) { return a.colptr[c + 1]; }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.rowind[p]; }
-    __device__ static int64_t entry(const Args& a, int64_t p) { return a.perm[p]; }
+    // without perm the weights are in CSC order (with_csc_weights)
+    __device__ static int64_t entry(const Args& a, int64_t p) { return a.perm ? a.perm[p] : p; }
 };
 
 __device__ __forceinline__ float warp_sum(float v) {

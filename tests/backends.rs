@@ -514,6 +514,47 @@ fn nonzero_lists_case(
     p.compare(&what, &c);
 }
 
+/// spmm T on hetero weights evsparse owns reads them in CSC order (a copy kept at analysis)
+/// until something writes them: after plasticity and after a fill through a view of the weights
+/// T must match the CPU again (it then reads them through the permutation). Every dtype; the
+/// gather, the lists and events.
+#[test]
+fn spmm_t_sees_the_weights_written_after_analysis() {
+    let mut p = Pair::new();
+    for t in FLOATS {
+        let pat = pattern(&mut p.rng);
+        let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, false);
+        let products = |p: &mut Pair, when: &str| {
+            let calls = [(InputKind::Float, 1, "auto"), (InputKind::Float, 70, "auto"), (InputKind::Events, 33, "auto")];
+            let lists = p.on_gpu().then_some((InputKind::Float, 70, "nonzero_lists"));
+            for (kind, n, alg) in calls.into_iter().chain(lists) {
+                p.dev.0.forced.apply(&format!("spmm_t:{alg}")).unwrap();
+                let xt = if kind == InputKind::Float { t } else { DType::Bool };
+                let ndim = if n == 1 { 1 } else { 2 };
+                let x = input(p, kind, xt, (ndim, pat.m, n));
+                let y = p.output(t, (ndim, pat.k, n), 0.0);
+                let what = format!("spmm T {} n={n} {alg} {when}", t.name());
+                if p.ran(&what, ops::spmm(&p.dev.1, Op::T, kind, 1.0, &dev_a, &x.dev, 0.0, &y.dev, n == 1)) {
+                    ops::spmm(&p.cpu.1, Op::T, kind, 1.0, &cpu_a, &x.cpu, 0.0, &y.cpu, n == 1).unwrap();
+                    p.compare(&what, &y);
+                }
+            }
+            p.dev.0.forced.apply("spmm_t:auto").unwrap();
+        };
+        products(&mut p, "as created");
+        let spikes = p.spikes(DType::Bool, pat.k, false);
+        let tv = p.values(pat.m, 10);
+        let trace = p.both(t, (1, pat.m, 1), &tv);
+        ops::csr_plasticity(&p.dev.1, true, &dev_a, spikes.dev(), &trace.dev, -1.0, 1.0).unwrap();
+        ops::csr_plasticity(&p.cpu.1, true, &cpu_a, spikes.cpu(), &trace.cpu, -1.0, 1.0).unwrap();
+        products(&mut p, "after plasticity");
+        for (a, s) in [(&dev_a, &p.dev.1), (&cpu_a, &p.cpu.1)] {
+            a.weights_view().unwrap().fill(s, 0.375).unwrap();
+        }
+        products(&mut p, "after a fill through a view");
+    }
+}
+
 #[test]
 fn yw2y_matches_cpu() {
     let mut p = Pair::new();

@@ -151,7 +151,15 @@ pub struct DeviceAnalysis {
     pub rowind: Arc<Buffer>,
     pub perm: Arc<Buffer>,
     pub slice_offsets: Option<Arc<Buffer>>,
+    /// The hetero weights in CSC order, where evsparse owns them and nothing had written them
+    /// at analysis (`Csr::csc_weights_on_device`).
+    csc_weights: Option<Arc<Buffer>>,
 }
+
+/// Stored entries up to which analysis keeps a CSC-ordered copy of the weights on the device
+/// (nnz x the dtype's bytes more memory; at most 2 GB, so that the largest matrices keep theirs
+/// for the products).
+const CSC_WEIGHTS_NNZ_MAX: usize = 1 << 28;
 
 /// Per row, the offset of its first entry in each output slice of `SLICE_OUTPUTS` columns, from
 /// the row's start, and its length last (uint32, `slices(k) + 1` per row; rows sorted).
@@ -399,7 +407,7 @@ impl Csr {
                 let view = CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices };
                 view.validate("csr")?;
                 let profile = Profile::of(&self.ctx, &view)?;
-                self.mirror_from(&view, &profile.stats)?;
+                self.mirror_from(stream, &view, &profile.stats)?;
                 Ok(profile)
             }
         }
@@ -423,13 +431,14 @@ impl Csr {
             return Ok(done);
         }
         let (indptr, indices) = self.download_structure(stream)?;
-        self.mirror_from(&CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices }, stats)
+        self.mirror_from(stream, &CsrView { m: self.m, k: self.k, indptr: &indptr, indices: &indices }, stats)
     }
 
     /// Builds the CSC mirror (and the slice offsets where kept) from a host view of the
     /// structure and caches it.
-    fn mirror_from(&self, view: &CsrView<'_, i64>, stats: &CsrStats) -> Result<&DeviceAnalysis> {
+    fn mirror_from(&self, stream: &Stream, view: &CsrView<'_, i64>, stats: &CsrStats) -> Result<&DeviceAnalysis> {
         let (colptr, rowind, perm) = crate::cpu::csc_mirror(view);
+        let csc_weights = self.csc_weights_upload(stream, &perm)?;
         let upload = |what: &str, bytes: &[u8]| self.ctx.upload(what, bytes);
         let colptr: Vec<i64> = colptr.par_iter().map(|&v| v as i64).collect();
         let rowind: Vec<i32> = rowind.par_iter().map(|&v| v as i32).collect();
@@ -442,10 +451,40 @@ impl Csr {
                 true => Some(upload("csr analysis", as_bytes(&slice_offsets(view)))?),
                 false => None,
             },
+            csc_weights,
         };
         // Two threads may race to build it; either result is the same.
         let _ = self.device_analysis.set(built);
         Ok(self.device_analysis.get().expect("set above"))
+    }
+
+    /// The hetero weights downloaded, put in CSC order (entry i is weights[perm[i]]) and uploaded,
+    /// where T products may read them so: evsparse owns them, nothing has written them and no
+    /// view of them is alive (see `csc_weights_on_device`). None otherwise, or where the device
+    /// has no memory for them (T then reads through `perm`).
+    fn csc_weights_upload(&self, stream: &Stream, perm: &[usize]) -> Result<Option<Arc<Buffer>>> {
+        let Weights::Hetero(w) = &self.weights else { return Ok(None) };
+        let untouched = self.weight_writes.load(Ordering::Acquire) == 0 && Arc::strong_count(&w.buf) == 1;
+        if w.buf.is_borrowed() || !untouched || self.nnz == 0 || self.nnz > CSC_WEIGHTS_NNZ_MAX {
+            return Ok(None);
+        }
+        fn permuted<T: Copy + Default + Send + Sync>(s: &Stream, w: &Buffer, perm: &[usize]) -> Result<Vec<T>> {
+            let w = crate::cuda::download::<T>(s, w, perm.len())?;
+            Ok(perm.par_iter().map(|&p| w[p]).collect())
+        }
+        let upload = |bytes: &[u8]| self.ctx.upload("csr weights in CSC order", bytes).ok();
+        Ok(match w.dtype.size() {
+            2 => upload(as_bytes(&permuted::<u16>(stream, &w.buf, perm)?)),
+            4 => upload(as_bytes(&permuted::<u32>(stream, &w.buf, perm)?)),
+            _ => upload(as_bytes(&permuted::<u64>(stream, &w.buf, perm)?)),
+        })
+    }
+
+    /// The weights in CSC order on the device while they still match the weights: nothing
+    /// evsparse can see has written them since analysis (plasticity, or any view handed out).
+    pub fn csc_weights_on_device<'a>(&self, analysis: &'a DeviceAnalysis) -> Option<&'a Arc<Buffer>> {
+        let untouched = self.weight_writes.load(Ordering::Acquire) == 0;
+        analysis.csc_weights.as_ref().filter(|_| untouched)
     }
 
     /// How many times the structure was copied from the device.

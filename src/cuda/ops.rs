@@ -47,6 +47,18 @@ fn with_csc(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     Ok(Args { colptr: csc.colptr.addr(), rowind: csc.rowind.addr(), perm: csc.perm.addr(), ..args })
 }
 
+/// The CSC mirror for a product that walks only the mirror and reads the weights: where
+/// analysis kept them in CSC order and they are unchanged since, those weights and no
+/// permutation (`CscWalk::entry`), so that a column's weights load as one run instead of
+/// one random sector each.
+fn with_csc_weights(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
+    let args = with_csc(s, a, args)?;
+    Ok(match a.csc_weights_on_device(a.device_analysis(s)?) {
+        Some(w) => Args { weights: w.addr(), perm: 0, ..args },
+        None => args,
+    })
+}
+
 /// The kernel arguments of a product.
 fn product_args(p: &Product) -> Args {
     let Product { kind, alpha, a, x, beta, y } = *p;
@@ -245,12 +257,14 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             let grid = Grid::warps_by_columns(a.m as u64, n as u64, 32);
             gpu.launch(stream, gpu.kernel(SPMM_SCATTER, t, input)?, grid, &args)
         }
-        SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc(s, a, args)?, a.k),
-        SpmmT::NonzeroLists => nonzero_lists(s, (SPMM_T_LISTS, SPMM_T_GATHER), p, with_csc(s, a, args)?, a.k),
+        SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc_weights(s, a, args)?, a.k),
+        SpmmT::NonzeroLists => {
+            nonzero_lists(s, (SPMM_T_LISTS, SPMM_T_GATHER), p, with_csc_weights(s, a, args)?, a.k)
+        }
         SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
             let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
-            gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc(s, a, args)?)
+            gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc_weights(s, a, args)?)
         }
     }
 }
