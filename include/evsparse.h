@@ -636,8 +636,9 @@ evs_status evs_dense_data(const struct evs_dense *dense,
  * with float inputs keep a copy of hetero weights in column order (built at their first use,
  * refreshed after plasticity or a weights view), so that they read them in step with the
  * transpose's columns. On CUDA contexts analysis keeps such a copy on the device (up to 2^28
- * entries, nnz x the dtype's bytes) for spmv/spmm T, used until plasticity or a weights view
- * first writes the weights; T then reads them through the mirror's permutation.
+ * entries and a quarter of the free device memory: nnz x the dtype's bytes) for T products,
+ * used until plasticity or a weights view first writes the weights, CUDA graphs captured
+ * before included; T then reads them through the mirror's permutation.
  *
  * @param ctx         context whose device holds the matrix
  * @param m           rows (>= 0)

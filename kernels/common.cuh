@@ -49,6 +49,16 @@ extern "C" __device__ int evs_kernels_wait_for_prior_grids = 0;
 // A kernel `name(Args a)` with launch bounds `bounds` (parenthesised) that runs `body(a)`.
 #define EVS_KERNEL(name, bounds, body) \
     extern "C" __global__ void __launch_bounds__ bounds name(Args a) { wait_for_prior_grids(); body(a); }
+// A product along the CSC mirror that reads the weights (in_csc_order).
+#define EVS_CSC_KERNEL(name, bounds, body) \
+    extern "C" __global__ void __launch_bounds__ bounds name(Args a) { wait_for_prior_grids(); body(in_csc_order(a)); }
+// A kernel that writes the CSR weights: it marks their CSC-ordered copy stale first.
+#define EVS_WEIGHTS_KERNEL(name, bounds, body)                                           \
+    extern "C" __global__ void __launch_bounds__ bounds name(Args a) {                   \
+        wait_for_prior_grids();                                                          \
+        if (a.csc_stale && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *a.csc_stale = 1; \
+        body(a);                                                                         \
+    }
 // The same for kernels that take two TMA tensor maps before their Args.
 #define EVS_MAPS_KERNEL(name, bounds, body)                                                            \
     extern "C" __global__ void __launch_bounds__ bounds name(const __grid_constant__ TensorMap map0,    \
@@ -74,6 +84,8 @@ struct Args {
     const int64_t* colptr;  // CSC mirror: column pointers (k + 1)
     const int* rowind;      // CSC mirror: row of each entry
     const int64_t* perm;    // CSC mirror: CSR position of each entry
+    const void* csc_weights;  // the hetero weights in CSC order (analysis' copy; NULL: none)
+    unsigned* csc_stale;    // set once anything wrote the weights since that copy (in_csc_order)
     const int* order;       // rows ordered by length class (thread, warp, block)
     int64_t class_rows[3];  // rows in each length class
     const int64_t* chunks;  // (row, begin, end) of each chunk of the long rows
@@ -390,9 +402,18 @@ struct CscWalk {
     __device__ static int64_t begin(const Args& a, int64_t c) { return a.colptr[c]; }
     __device__ static int64_t end(const Args& a, int64_t c) { return a.colptr[c + 1]; }
     __device__ static int64_t source(const Args& a, int64_t p) { return a.rowind[p]; }
-    // without perm the weights are in CSC order (with_csc_weights)
+    // without perm the weights are in CSC order (in_csc_order)
     __device__ static int64_t entry(const Args& a, int64_t p) { return a.perm ? a.perm[p] : p; }
 };
+
+// The arguments of a product along the CSC mirror, reading analysis' CSC-ordered copy of the
+// weights (entry p is weight p: one run per column, no perm) unless something wrote the weights
+// since. The test is on the device, after the wait for prior grids, so that a captured graph
+// replayed after plasticity (which sets csc_stale) or a weights view reads the weights themselves.
+__device__ __forceinline__ Args in_csc_order(Args a) {
+    if (a.csc_weights && !*a.csc_stale) a.weights = (void*)a.csc_weights, a.perm = nullptr;
+    return a;
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

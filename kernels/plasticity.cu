@@ -48,8 +48,8 @@ template <class T> __device__ void dense_post(const Args& a) {
 }
 
 #define PLASTICITY(T, TN, E, EN)                                                                \
-    EVS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>))   \
-    EVS_KERNEL(csr_post_##TN##_##EN, (256), (warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>))
+    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>)) \
+    EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (256), (warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>))
 // Dense rules read spike lists only: an event vector is listed first (src/cuda/ops.rs).
 #define DENSE_PLASTICITY(T, TN)                                                  \
     EVS_KERNEL(dense_pre_##TN##_i32, (256), dense_pre<T>) \

@@ -825,14 +825,15 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
 }
 
 #define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)
+#define CSC_KERNEL(name, body) EVS_CSC_KERNEL(name, (BLOCK_THREADS), body)
 #define GATHER(T, TN, In, InN)                                         \
     KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
     KERNEL(spmm_n_##TN##_##InN, (spmm_n_warp<T, In>))           \
     KERNEL(spmm_n_thread_##TN##_##InN, (spmm_n_thread<T, In>))         \
     KERNEL(spmv_n_classes_##TN##_##InN, (spmv_n_classes<T, In>))       \
     KERNEL(spmm_n_classes_##TN##_##InN, (spmm_n_classes<T, In>)) \
-    KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))                \
-    KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))
+    CSC_KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))            \
+    CSC_KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)
 EVS_FOR_FLOATS(GATHER_ALL)
 
@@ -852,17 +853,17 @@ EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, double, f64)
 EVS_FOR_INPUTS(CSC_EVENTS, float, f32)
 EVS_FOR_INPUTS(CSC_EVENTS, double, f64)
 // N on spike lists: a warp per listed column, along the CSC mirror.
-KERNEL(spmv_csc_scatter_f32_i32, (warp_per_line<SpikeList, CscWalk, AddInto<float, CscWalk>>))
-KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<double, CscWalk>>))
+CSC_KERNEL(spmv_csc_scatter_f32_i32, (warp_per_line<SpikeList, CscWalk, AddInto<float, CscWalk>>))
+CSC_KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<double, CscWalk>>))
 
 #define BITS(T, TN)                                       \
     KERNEL(spmm_n_bits_##TN, (bits_mm<T, CsrWalk>)) \
-    KERNEL(spmm_t_bits_##TN, (bits_mm<T, CscWalk>))
+    CSC_KERNEL(spmm_t_bits_##TN, (bits_mm<T, CscWalk>))
 EVS_FOR_FLOATS(BITS)
 #define LISTS(T, TN)                                        \
     KERNEL(list_nonzeros_##TN, list_nonzeros<T>)            \
     EVS_KERNEL(spmm_n_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM), (lists_mm<T, CsrWalk>)) \
-    EVS_KERNEL(spmm_t_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM), (lists_mm<T, CscWalk>))
+    EVS_CSC_KERNEL(spmm_t_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM), (lists_mm<T, CscWalk>))
 EVS_FOR_FLOATS(LISTS)
 #define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)
 PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64)

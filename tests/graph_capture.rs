@@ -163,3 +163,75 @@ fn timestep_loop_replays_from_a_cuda_graph() {
         gs.synchronize().unwrap();
     }
 }
+
+/// A T product captured while the weights' CSC-ordered copy is fresh, replayed after a weights
+/// view wrote them (a fill through it): the replay must read the new weights, for each T
+/// kernel that reads the copy (the gather, the lists, the events' bits).
+#[test]
+fn t_product_replayed_after_a_weights_view_reads_the_new_weights() {
+    if std::env::var("EVS_TEST_DEVICE").as_deref() != Ok("cuda") {
+        println!("skipped: set EVS_TEST_DEVICE=cuda on a machine with a GPU");
+        return;
+    }
+    let mut rng = Rng::new();
+    let gpu = Context::new(EVS_DEVICE_CUDA, 0).unwrap();
+    let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
+    let raw = caller_stream();
+    let (gs, cs) = (Stream::wrap(&gpu, raw as *mut _).unwrap(), Stream::new(&cpu).unwrap());
+    let (m, k, per_row) = (3000, 2000, 40);
+    let indptr: Vec<i64> = (0..=m).map(|i| (i * per_row) as i64).collect();
+    let indices: Vec<i32> = (0..m * per_row).map(|_| rng.below(k) as i32).collect();
+    let weights: Vec<f64> = (0..indices.len()).map(|_| rng.unit()).collect();
+    for (alg, kind, n) in [("csc_gather", InputKind::Float, 1), ("nonzero_lists", InputKind::Float, 96), ("event_bits", InputKind::Events, 64)] {
+        let xt = if kind == InputKind::Float { DType::F32 } else { DType::Bool };
+        let x: Vec<f64> = (0..m * n).map(|_| if rng.below(10) == 0 { rng.unit() + 0.5 } else { 0.0 }).collect();
+        let ndim = if n == 1 { 1 } else { 2 };
+        let run = |ctx: &Arc<Context>, s: &Stream, capture: bool| {
+            let w_bytes = encode(DType::F32, &weights);
+            let shape = CsrShape::new(m as i64, k as i64, indices.len() as i64, DType::I64, DType::F32).unwrap();
+            let a = unsafe {
+                Csr::from_host(ctx, shape, indptr.as_ptr() as *const u8, indices.as_ptr(), Some(w_bytes.as_ptr()), 0.0)
+            }
+            .unwrap();
+            ops::analyse(s, &a).unwrap();
+            ctx.forced.apply(&format!("spmm_t:{alg}")).unwrap();
+            let (x, y) = (upload(ctx, s, xt, (ndim, m, n), &x), upload(ctx, s, DType::F32, (ndim, k, n), &vec![0.0; k * n]));
+            let product = || ops::spmm(s, Op::T, kind, 1.0, &a, &x, 0.0, &y, n == 1).unwrap();
+            let mut outputs = vec![];
+            let (mut graph, mut exec) = (std::ptr::null_mut(), std::ptr::null_mut());
+            if capture {
+                unsafe {
+                    ok(sys::cuStreamBeginCapture_v2(raw, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL), "begin");
+                    product();
+                    ok(sys::cuStreamEndCapture(raw, &mut graph), "end capture");
+                    ok(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "instantiate");
+                }
+            }
+            let replay = || match capture {
+                true => unsafe { ok(sys::cuGraphLaunch(exec, raw), "launch") },
+                false => product(),
+            };
+            replay();
+            outputs.push(read(s, &y));
+            a.weights_view().unwrap().fill(s, 0.375).unwrap();
+            replay();
+            outputs.push(read(s, &y));
+            ctx.forced.apply("spmm_t:auto").unwrap();
+            if capture {
+                unsafe {
+                    sys::cuGraphExecDestroy(exec);
+                    sys::cuGraphDestroy(graph);
+                }
+            }
+            s.synchronize().unwrap();
+            outputs
+        };
+        let (got, want) = (run(&gpu, &gs, true), run(&cpu, &cs, false));
+        for (when, (g, c)) in ["before the view", "after a fill through it"].iter().zip(got.iter().zip(&want)) {
+            for (i, (x, y)) in g.iter().zip(c).enumerate() {
+                assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{alg} {when}: y[{i}] graph {x}, CPU {y}");
+            }
+        }
+        println!("{alg}: a replay after a weights view matches the CPU");
+    }
+}

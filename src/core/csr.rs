@@ -153,13 +153,25 @@ pub struct DeviceAnalysis {
     pub slice_offsets: Option<Arc<Buffer>>,
     /// The hetero weights in CSC order, where evsparse owns them and nothing had written them
     /// at analysis (`Csr::csc_weights_on_device`).
-    csc_weights: Option<Arc<Buffer>>,
+    csc_weights: Option<DeviceCscWeights>,
+}
+
+/// Analysis' copy of the hetero weights in CSC order on the device, and a device flag (uint32)
+/// that plasticity kernels and weights views set once they may have written the weights: T
+/// kernels test it on the device (`in_csc_order`), so graphs captured before a write stay right.
+pub struct DeviceCscWeights {
+    pub weights: Arc<Buffer>,
+    pub stale: Arc<Buffer>,
 }
 
 /// Stored entries up to which analysis keeps a CSC-ordered copy of the weights on the device
 /// (nnz x the dtype's bytes more memory; at most 2 GB, so that the largest matrices keep theirs
 /// for the products).
 const CSC_WEIGHTS_NNZ_MAX: usize = 1 << 28;
+
+/// The share of the device's free memory the copy may take (1/4): beyond it analysis keeps no
+/// copy rather than crowd out the caller's allocations.
+const CSC_WEIGHTS_FREE_SHARE: usize = 4;
 
 /// Per row, the offset of its first entry in each output slice of `SLICE_OUTPUTS` columns, from
 /// the row's start, and its length last (uint32, `slices(k) + 1` per row; rows sorted).
@@ -460,31 +472,44 @@ impl Csr {
 
     /// The hetero weights downloaded, put in CSC order (entry i is weights[perm[i]]) and uploaded,
     /// where T products may read them so: evsparse owns them, nothing has written them and no
-    /// view of them is alive (see `csc_weights_on_device`). None otherwise, or where the device
-    /// has no memory for them (T then reads through `perm`).
-    fn csc_weights_upload(&self, stream: &Stream, perm: &[usize]) -> Result<Option<Arc<Buffer>>> {
-        let Weights::Hetero(w) = &self.weights else { return Ok(None) };
+    /// view of them is alive (see `csc_weights_on_device`), and the copy takes at most a
+    /// `CSC_WEIGHTS_FREE_SHARE` of the free device memory. None otherwise (T then reads through
+    /// `perm`).
+    fn csc_weights_upload(&self, stream: &Stream, perm: &[usize]) -> Result<Option<DeviceCscWeights>> {
+        let (Weights::Hetero(w), Backend::Cuda(gpu)) = (&self.weights, &self.ctx.backend) else { return Ok(None) };
         let untouched = self.weight_writes.load(Ordering::Acquire) == 0 && Arc::strong_count(&w.buf) == 1;
         if w.buf.is_borrowed() || !untouched || self.nnz == 0 || self.nnz > CSC_WEIGHTS_NNZ_MAX {
+            return Ok(None);
+        }
+        if self.nnz * w.dtype.size() > gpu.free_memory()? / CSC_WEIGHTS_FREE_SHARE {
             return Ok(None);
         }
         fn permuted<T: Copy + Default + Send + Sync>(s: &Stream, w: &Buffer, perm: &[usize]) -> Result<Vec<T>> {
             let w = crate::cuda::download::<T>(s, w, perm.len())?;
             Ok(perm.par_iter().map(|&p| w[p]).collect())
         }
-        let upload = |bytes: &[u8]| self.ctx.upload("csr weights in CSC order", bytes).ok();
-        Ok(match w.dtype.size() {
-            2 => upload(as_bytes(&permuted::<u16>(stream, &w.buf, perm)?)),
-            4 => upload(as_bytes(&permuted::<u32>(stream, &w.buf, perm)?)),
-            _ => upload(as_bytes(&permuted::<u64>(stream, &w.buf, perm)?)),
-        })
+        let what = "csr weights in CSC order";
+        let weights = match w.dtype.size() {
+            2 => self.ctx.upload(what, as_bytes(&permuted::<u16>(stream, &w.buf, perm)?))?,
+            4 => self.ctx.upload(what, as_bytes(&permuted::<u32>(stream, &w.buf, perm)?))?,
+            _ => self.ctx.upload(what, as_bytes(&permuted::<u64>(stream, &w.buf, perm)?))?,
+        };
+        Ok(Some(DeviceCscWeights { weights, stale: Arc::new(self.ctx.alloc(what, 4)?) }))
     }
 
-    /// The weights in CSC order on the device while they still match the weights: nothing
-    /// evsparse can see has written them since analysis (plasticity, or any view handed out).
-    pub fn csc_weights_on_device<'a>(&self, analysis: &'a DeviceAnalysis) -> Option<&'a Arc<Buffer>> {
+    /// The weights' CSC-ordered copy on the device while nothing evsparse can see has written
+    /// the weights since analysis (plasticity, or any view handed out); the kernels test its
+    /// stale flag too.
+    pub fn csc_weights_on_device<'a>(&self, analysis: &'a DeviceAnalysis) -> Option<&'a DeviceCscWeights> {
         let untouched = self.weight_writes.load(Ordering::Acquire) == 0;
         analysis.csc_weights.as_ref().filter(|_| untouched)
+    }
+
+    /// The device address of the copy's stale flag, where analysis made a copy (0 if not), for
+    /// the kernels that write the weights to set.
+    pub fn csc_stale_flag(&self) -> u64 {
+        let copy = self.device_analysis.get().and_then(|d| d.csc_weights.as_ref());
+        copy.map_or(0, |c| c.stale.addr())
     }
 
     /// How many times the structure was copied from the device.
@@ -507,6 +532,9 @@ impl Csr {
     pub fn weights_view(&self) -> Result<Dense> {
         let w = self.hetero_weights("csr weights")?;
         self.weights_written();
+        if let (Some(copy), Backend::Cuda(gpu)) = (self.device_analysis.get().and_then(|d| d.csc_weights.as_ref()), &self.ctx.backend) {
+            gpu.write("csr weights view", copy.stale.addr(), &1u32.to_ne_bytes())?; // graphs captured before read the weights
+        }
         Ok(Dense::vector_of(&self.ctx, w.buf.clone(), w.dtype, self.nnz))
     }
 

@@ -249,6 +249,25 @@ impl Gpu {
         Ok(mem)
     }
 
+    /// Copies host bytes into device memory the caller owns, waiting for the copy.
+    pub fn write(&self, what: &str, dst: u64, src: &[u8]) -> Result<()> {
+        let _scope = self.enter()?;
+        // SAFETY: the caller vouches that dst holds src.len() bytes of device memory.
+        unsafe {
+            call(what, || sys::cuMemcpyHtoDAsync_v2(dst, src.as_ptr() as *const c_void, src.len(), self.setup))?;
+            call(what, || sys::cuStreamSynchronize(self.setup))
+        }
+    }
+
+    /// Bytes of device memory free now (the driver's count, all processes included).
+    pub fn free_memory(&self) -> Result<usize> {
+        let _scope = self.enter()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: two out-pointers.
+        call("free memory", || unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+        Ok(free)
+    }
+
     fn alloc_uninit(self: &Arc<Gpu>, what: &str, bytes: usize) -> Result<DeviceMemory> {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {

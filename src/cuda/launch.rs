@@ -17,6 +17,9 @@ pub struct Args {
     pub colptr: u64,
     pub rowind: u64,
     pub perm: u64,
+    /// The weights in CSC order and their stale flag (`DeviceCscWeights`), or 0.
+    pub csc_weights: u64,
+    pub csc_stale: u64,
     pub order: u64,
     pub class_rows: [i64; 3],
     pub chunks: u64,
@@ -57,6 +60,8 @@ impl Default for Args {
             colptr: 0,
             rowind: 0,
             perm: 0,
+            csc_weights: 0,
+            csc_stale: 0,
             order: 0,
             class_rows: [0; 3],
             chunks: 0,

@@ -54,7 +54,7 @@ fn with_csc(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
 fn with_csc_weights(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     let args = with_csc(s, a, args)?;
     Ok(match a.csc_weights_on_device(a.device_analysis(s)?) {
-        Some(w) => Args { weights: w.addr(), perm: 0, ..args },
+        Some(copy) => Args { csc_weights: copy.weights.addr(), csc_stale: copy.stale.addr(), ..args },
         None => args,
     })
 }
@@ -415,7 +415,7 @@ const CENSUS_BLOCKS_MAX: u64 = 1024;
 /// (`csc_scatter`) after scaling y by beta.
 pub fn spmv_spikes_n(s: &Stream, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let args = with_csc(s, a, list_product_args(list, alpha, a, beta, y))?;
+    let args = with_csc_weights(s, a, list_product_args(list, alpha, a, beta, y))?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
     gpu.launch(stream, gpu.kernel(SPMV_CSC_SCATTER, Some(a.dtype), Some(DType::I32))?, list_warps(gpu, list), &args)
 }
@@ -779,7 +779,8 @@ pub fn csr_plasticity(
     hi: f64,
 ) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let (args, input) = spike_args(spikes, Args { aux: trace.buf.addr(), lo, hi, ..csr_args(a) });
+    let args = Args { aux: trace.buf.addr(), lo, hi, csc_stale: a.csc_stale_flag(), ..csr_args(a) };
+    let (args, input) = spike_args(spikes, args);
     let warps = |lines: usize| match spikes {
         Spikes::Events(_) => line_blocks(gpu, lines),
         Spikes::List(list) => list_warps(gpu, list),
