@@ -205,9 +205,16 @@ def csr_bytes(m, nnz, weights=True):
     return 4 * (m + 1) + 4 * nnz + (4 * nnz if weights else 0)
 
 
-def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
-    """spmm N and T of one matrix (k x n B, `nz` of its entries non-zero; B and C of w's dtype)
-    beside cuSPARSE on A (N) and on a stored Aᵀ (T)."""
+def spmm_n_row(evs, tab, label, a, hb, hc, C_, ref, tol, baseline, nbytes):
+    """The spmm N row of spmm_rows: C_ = A B checked against ref, beside `baseline`."""
+    ours = measure(evs, "spmm_n", lambda: evsparse.spmm(a, hb, hc, op=OP_N, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
+                   lambda plan: check(f"spmm N {plan}", C_, ref, tol), graph=True)
+    tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed(baseline), nbytes)
+
+
+def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1, ops=("N", "T")):
+    """spmm N and T (those of `ops`) of one matrix (k x n B, `nz` of its entries non-zero; B
+    and C of w's dtype) beside cuSPARSE on A (N) and on a stored Aᵀ (T)."""
     dt = w.dtype
     B = torch.randn(k, n, device="cuda")
     if nz < 1:
@@ -218,11 +225,11 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1):
     At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, k))
     nbytes = csr_bytes(m, col.numel()) + B.element_size() * (k + m) * n
     tol = 1e-3 if dt == torch.float32 else 5e-3 if dt == torch.float16 else 3e-2
-    ref = At @ B
-    ours = measure(evs, "spmm_n", lambda: evsparse.spmm(a, hb, hc, op=OP_N, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
-                   lambda plan: check(f"spmm N {plan}", C_, ref, tol), graph=True)
-    tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed(lambda: At @ B), nbytes)
-    del At, ref
+    if "N" in ops:
+        spmm_n_row(evs, tab, label, a, hb, hc, C_, At @ B, tol, lambda: At @ B, nbytes)
+    del At
+    if "T" not in ops:
+        return
     Bt = B if k == m else torch.randn(m, n, device="cuda", dtype=dt)
     Ct = C_ if k == m else torch.empty(k, n, device="cuda", dtype=dt)
     hbt, hct = (hb, hc) if k == m else (evs.dense(Bt), evs.dense(Ct))
@@ -252,6 +259,13 @@ def bench_spmm(evs, tab, quick):
             spmm_rows(evs, tab, f"{m:,}² ×{per_row}/row, B {n} cols ({share}{kind})".replace("10,000", "10000"), a, m, m,
                       crow, col, w, n, nz)
         a.close()
+        if (m, per_row, dt) == (10000, 200, f32):  # created from host arrays, as evs_csr_create does:
+            owned = evsparse.CSR(crow.cpu(), col.cpu(), w.cpu(), shape=(m, m), ctx=evs.ctx)  # T reads a CSC copy
+            for n, nz in [(128, 0.1), (64, 0.1), (128, 1.0)]:
+                share = "10% nz" if nz < 1 else "dense"
+                spmm_rows(evs, tab, f"10000² ×200/row, B {n} cols ({share}, owned weights)", owned, m, m, crow, col, w, n,
+                          nz, ops=("T",))
+            owned.close()
 
 
 def power_law_csr(m, k, mean, longest, shape=1.67):

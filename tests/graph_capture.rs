@@ -18,6 +18,10 @@ use evsparse::core::{ops, InputKind, Op};
 use evsparse::dtype::DType;
 use std::sync::Arc;
 
+/// Captures are global (CU_STREAM_CAPTURE_MODE_GLOBAL): the tests take turns, even where the
+/// harness runs them on several threads (the sanitizers' runs).
+static ONE_CAPTURE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn ok(r: CUresult, what: &str) {
     assert_eq!(r, CUresult::CUDA_SUCCESS, "{what}");
 }
@@ -77,6 +81,7 @@ fn timestep_loop_replays_from_a_cuda_graph() {
         println!("skipped: set EVS_TEST_DEVICE=cuda on a machine with a GPU");
         return;
     }
+    let _turn = ONE_CAPTURE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut rng = Rng::new();
     let gpu = Context::new(EVS_DEVICE_CUDA, 0).unwrap();
     let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
@@ -173,6 +178,7 @@ fn t_product_replayed_after_a_weights_view_reads_the_new_weights() {
         println!("skipped: set EVS_TEST_DEVICE=cuda on a machine with a GPU");
         return;
     }
+    let _turn = ONE_CAPTURE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut rng = Rng::new();
     let gpu = Context::new(EVS_DEVICE_CUDA, 0).unwrap();
     let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
@@ -194,10 +200,13 @@ fn t_product_replayed_after_a_weights_view_reads_the_new_weights() {
             }
             .unwrap();
             ops::analyse(s, &a).unwrap();
-            ctx.forced.apply(&format!("spmm_t:{alg}")).unwrap();
+            if capture {
+                ctx.forced.apply(&format!("spmm_t:{alg}")).unwrap(); // GPU algorithms; the CPU runs its own
+            }
             let (x, y) = (upload(ctx, s, xt, (ndim, m, n), &x), upload(ctx, s, DType::F32, (ndim, k, n), &vec![0.0; k * n]));
             let product = || ops::spmm(s, Op::T, kind, 1.0, &a, &x, 0.0, &y, n == 1).unwrap();
             let mut outputs = vec![];
+            product(); // outside the capture: the stream's scratch is allocated on first use
             let (mut graph, mut exec) = (std::ptr::null_mut(), std::ptr::null_mut());
             if capture {
                 unsafe {
