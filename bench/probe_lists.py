@@ -5,7 +5,8 @@
 # non-zero, and calls of 500,000 entries (`LISTS_NNZ_MIN`). The crossover density sets the
 # device's choice between the lists and the gather. DTYPE=float16 / bfloat16 / float64 runs
 # the first case in that dtype (A and B alike; checked against float64). OWNED=1 creates A from
-# host copies (evsparse owns its weights) instead of wrapping torch's arrays.
+# host copies (evsparse owns its weights) instead of wrapping torch's arrays. CASES=1,2 picks cases
+# by index.
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -16,6 +17,8 @@ CASES = [(10000, 200, 128, (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 1.0)), (10000, 200,
          (10000, 200, 32, (0.1, 0.2, 1.0)), (10000, 200, 256, (0.1, 0.2, 1.0)), (10000, 1000, 128, (0.1, 0.2)),
          (200_000, 50, 128, (0.1, 0.2, 1.0)), (10000, 50, 128, (0.1, 1.0)), (2500, 200, 128, (0.1, 1.0))]
 quick = len(sys.argv) > 1 and sys.argv[1] == "quick"
+if os.environ.get("CASES"):  # CASES=1,2 runs those of CASES (0 is quick's)
+    CASES = [CASES[int(i)] for i in os.environ["CASES"].split(",")]
 dt = getattr(torch, os.environ.get("DTYPE", "float32"))
 tol = 1e-5 if dt in (torch.float32, torch.float64) else 2e-2
 if dt != torch.float32:  # the first case, densities about the crossover
