@@ -659,10 +659,7 @@ template <class T> struct alignas(2 * sizeof(T)) Listed {
 };
 
 // Slot w = (row of B, 128 columns) by one warp: a ballot per 32 columns finds the nonzeros (NaN
-// counts, -0 does not), and each lane writes its own at its rank. Returns their count. The pairs
-// go in rounds by shared-memory bank (column mod 32 = the lane that found it): round r holds
-// the r-th nonzero of each lane that has more than r, so that the lanes of a part, which take
-// consecutive pairs, add into distinct banks until the first round ends (listed_batch).
+// counts, -0 does not), and each lane writes its own at its rank. Returns their count.
 template <class T> __device__ int list_slot(const Args& a, int64_t w) {
     const int lane = lane_id();
     const int64_t row = w / a.ldaux, c0 = (w % a.ldaux) * NONZERO_COLS;
@@ -683,18 +680,11 @@ template <class T> __device__ int list_slot(const Args& a, int64_t w) {
     if (lane == 0) slot[0].col = fits ? count : Listed<T>::DENSE;
     if (!fits) return count;
     const unsigned below = (1u << lane) - 1;
-    int nth[4], mine = 0;  // nth[u]: which of this lane's nonzeros column lane + 32 u is
-#pragma unroll
-    for (int u = 0; u < 4; u++) nth[u] = mine, mine += live[u] >> lane & 1;
     int rank = 1;  // after the count
 #pragma unroll
-    for (int r = 0; r < 4; r++) {
-        const unsigned in_round = __ballot_sync(0xffffffffu, mine > r);
-#pragma unroll
-        for (int u = 0; u < 4; u++)
-            if ((live[u] >> lane & 1) && nth[u] == r)
-                slot[rank + __popc(in_round & below)] = {(typename Listed<T>::Col)(lane + 32 * u), v[u]};
-        rank += __popc(in_round);
+    for (int u = 0; u < 4; u++) {
+        if (live[u] >> lane & 1) slot[rank + __popc(live[u] & below)] = {(typename Listed<T>::Col)(lane + 32 * u), v[u]};
+        rank += __popc(live[u]);
     }
     return count;
 }
@@ -835,6 +825,8 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
 }
 
 #define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)
+// T gathers on a matrix with a CSC-ordered copy of its weights: apart, since testing the copy's
+// flag costs 8 registers (48 warps an SM instead of 64), which the gather through perm would pay
 #define CSC_KERNEL(name, body) EVS_CSC_KERNEL(name, (BLOCK_THREADS), body)
 #define GATHER(T, TN, In, InN)                                         \
     KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
@@ -842,8 +834,10 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     KERNEL(spmm_n_thread_##TN##_##InN, (spmm_n_thread<T, In>))         \
     KERNEL(spmv_n_classes_##TN##_##InN, (spmv_n_classes<T, In>))       \
     KERNEL(spmm_n_classes_##TN##_##InN, (spmm_n_classes<T, In>)) \
-    CSC_KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))            \
-    CSC_KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))
+    KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))                \
+    KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))                \
+    CSC_KERNEL(spmv_t_csc_copy_##TN##_##InN, (spmv_t_gather<T, In>))   \
+    CSC_KERNEL(spmm_t_csc_copy_##TN##_##InN, (spmm_t_gather<T, In>))
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)
 EVS_FOR_FLOATS(GATHER_ALL)
 

@@ -39,6 +39,8 @@ families! {
     SPMV_N_CLASSES = "spmv_n_classes",
     SPMV_T_GATHER = "spmv_t",
     SPMM_T_GATHER = "spmm_t",
+    SPMV_T_GATHER_CSC_COPY = "spmv_t_csc_copy",
+    SPMM_T_GATHER_CSC_COPY = "spmm_t_csc_copy",
     SPMV_SCATTER = "spmv_scatter",
     SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
     SPMM_SCATTER = "spmm_scatter",

@@ -59,6 +59,16 @@ fn with_csc_weights(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     })
 }
 
+/// T's gather, on the weights' CSC-ordered copy where `with_csc_weights` passed one.
+fn t_gather(args: &Args, vector: bool) -> Family {
+    match (args.csc_weights != 0, vector) {
+        (false, false) => SPMM_T_GATHER,
+        (false, true) => SPMV_T_GATHER,
+        (true, false) => SPMM_T_GATHER_CSC_COPY,
+        (true, true) => SPMV_T_GATHER_CSC_COPY,
+    }
+}
+
 /// The kernel arguments of a product.
 fn product_args(p: &Product) -> Args {
     let Product { kind, alpha, a, x, beta, y } = *p;
@@ -259,12 +269,13 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
         }
         SpmmT::EventBits => event_bits(s, SPMM_T_BITS, p, with_csc_weights(s, a, args)?, a.k),
         SpmmT::NonzeroLists => {
-            nonzero_lists(s, (SPMM_T_LISTS, SPMM_T_GATHER), p, with_csc_weights(s, a, args)?, a.k)
+            let args = with_csc_weights(s, a, args)?;
+            nonzero_lists(s, (SPMM_T_LISTS, t_gather(&args, false)), p, args, a.k)
         }
         SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
-            let family = if vector { SPMV_T_GATHER } else { SPMM_T_GATHER };
-            gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &with_csc_weights(s, a, args)?)
+            let args = with_csc_weights(s, a, args)?;
+            gpu.launch(stream, gpu.kernel(t_gather(&args, vector), t, input)?, warp_grid(a.k, n), &args)
         }
     }
 }
