@@ -39,6 +39,31 @@ fn caller_stream() -> sys::CUstream {
     }
 }
 
+/// What both tests start from: this test's turn, a GPU context on the caller's stream and a CPU
+/// context to compare with. None (a skip) without EVS_TEST_DEVICE=cuda.
+struct Setup {
+    _turn: std::sync::MutexGuard<'static, ()>,
+    rng: Rng,
+    gpu: Arc<Context>,
+    cpu: Arc<Context>,
+    raw: sys::CUstream,
+    gs: Stream,
+    cs: Stream,
+}
+
+fn setup() -> Option<Setup> {
+    if std::env::var("EVS_TEST_DEVICE").as_deref() != Ok("cuda") {
+        println!("skipped: set EVS_TEST_DEVICE=cuda on a machine with a GPU");
+        return None;
+    }
+    let _turn = ONE_CAPTURE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let gpu = Context::new(EVS_DEVICE_CUDA, 0).unwrap();
+    let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
+    let raw = caller_stream();
+    let (gs, cs) = (Stream::wrap(&gpu, raw as *mut _).unwrap(), Stream::new(&cpu).unwrap());
+    Some(Setup { _turn, rng: Rng::new(), gpu, cpu, raw, gs, cs })
+}
+
 /// The network state of one backend.
 struct Net {
     a: Csr,
@@ -77,16 +102,7 @@ fn step(s: &Stream, net: &Net) {
 
 #[test]
 fn timestep_loop_replays_from_a_cuda_graph() {
-    if std::env::var("EVS_TEST_DEVICE").as_deref() != Ok("cuda") {
-        println!("skipped: set EVS_TEST_DEVICE=cuda on a machine with a GPU");
-        return;
-    }
-    let _turn = ONE_CAPTURE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut rng = Rng::new();
-    let gpu = Context::new(EVS_DEVICE_CUDA, 0).unwrap();
-    let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
-    let raw = caller_stream();
-    let (gs, cs) = (Stream::wrap(&gpu, raw as *mut _).unwrap(), Stream::new(&cpu).unwrap());
+    let Some(Setup { _turn, mut rng, gpu, cpu, raw, gs, cs }) = setup() else { return };
     for t in [DType::F32, DType::F16] {
         let n = 3000 + rng.below(2000);
         let mut indptr = vec![0i64];
@@ -174,16 +190,7 @@ fn timestep_loop_replays_from_a_cuda_graph() {
 /// kernel that reads the copy (the gather, the lists, the events' bits).
 #[test]
 fn t_product_replayed_after_a_weights_view_reads_the_new_weights() {
-    if std::env::var("EVS_TEST_DEVICE").as_deref() != Ok("cuda") {
-        println!("skipped: set EVS_TEST_DEVICE=cuda on a machine with a GPU");
-        return;
-    }
-    let _turn = ONE_CAPTURE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut rng = Rng::new();
-    let gpu = Context::new(EVS_DEVICE_CUDA, 0).unwrap();
-    let cpu = Context::new(EVS_DEVICE_CPU, 0).unwrap();
-    let raw = caller_stream();
-    let (gs, cs) = (Stream::wrap(&gpu, raw as *mut _).unwrap(), Stream::new(&cpu).unwrap());
+    let Some(Setup { _turn, mut rng, gpu, cpu, raw, gs, cs }) = setup() else { return };
     let (m, k, per_row) = (3000, 2000, 40);
     let indptr: Vec<i64> = (0..=m).map(|i| (i * per_row) as i64).collect();
     let indices: Vec<i32> = (0..m * per_row).map(|_| rng.below(k) as i32).collect();
