@@ -6,7 +6,7 @@
 # device's choice between the lists and the gather. DTYPE=float16 / bfloat16 / float64 runs
 # the first case in that dtype (A and B alike; checked against float64). OWNED=1 creates A from
 # host copies (evsparse owns its weights) instead of wrapping torch's arrays. CASES=1,2 picks cases
-# by index.
+# by index, RATES=0.1 densities (under ncu: -k regex:spmm_n_lists -c 1).
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -17,6 +17,7 @@ CASES = [(10000, 200, 128, (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 1.0)), (10000, 200,
          (10000, 200, 32, (0.1, 0.2, 1.0)), (10000, 200, 256, (0.1, 0.2, 1.0)), (10000, 1000, 128, (0.1, 0.2)),
          (200_000, 50, 128, (0.1, 0.2, 1.0)), (10000, 50, 128, (0.1, 1.0)), (2500, 200, 128, (0.1, 1.0))]
 quick = len(sys.argv) > 1 and sys.argv[1] == "quick"
+RATES = [float(r) for r in os.environ["RATES"].split(",")] if os.environ.get("RATES") else None  # RATES=0.1
 if os.environ.get("CASES"):  # CASES=1,2 runs those of CASES (0 is quick's)
     CASES = [CASES[int(i)] for i in os.environ["CASES"].split(",")]
 dt = getattr(torch, os.environ.get("DTYPE", "float32"))
@@ -32,7 +33,7 @@ for m, per_row, n, rates in CASES[:1] if quick else CASES:
         a = evs.csr(m, m, crow, col, w)
     a.analyse(evs.stream)
     At = torch.sparse_csr_tensor(crow.long(), col.long(), w.double(), (m, m))
-    for rate in rates:
+    for rate in [r for r in rates if r in RATES] if RATES else rates:
         B = torch.randn(m, n, device="cuda")
         if rate < 1:
             B *= torch.rand(m, n, device="cuda") < rate
