@@ -472,7 +472,14 @@ fn nonzero_lists_takes_the_lists_and_the_gather() {
         return;
     }
     let pat = uniform_pattern(&mut p.rng, (1500, 1500), 24);
-    let cases = [(DType::F32, 128), (DType::F16, 48), (DType::F32, 48), (DType::F16, 128), (DType::F64, 128), (DType::BF16, 48)];
+    let cases = [
+        (DType::F32, 128),
+        (DType::F16, 48),
+        (DType::F32, 48),
+        (DType::F16, 128),
+        (DType::F64, 128),
+        (DType::BF16, 48),
+    ];
     for (t, n) in cases {
         for op in [Op::N, Op::T] {
             for dense in [false, true] {
@@ -525,7 +532,8 @@ fn spmm_t_sees_the_weights_written_after_analysis() {
         let pat = pattern(&mut p.rng);
         let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, false);
         let products = |p: &mut Pair, when: &str| {
-            let calls = [(InputKind::Float, 1, "auto"), (InputKind::Float, 70, "auto"), (InputKind::Events, 33, "auto")];
+            let calls =
+                [(InputKind::Float, 1, "auto"), (InputKind::Float, 70, "auto"), (InputKind::Events, 33, "auto")];
             let lists = p.on_gpu().then_some((InputKind::Float, 70, "nonzero_lists"));
             for (kind, n, alg) in calls.into_iter().chain(lists) {
                 p.dev.0.forced.apply(&format!("spmm_t:{alg}")).unwrap();

@@ -195,7 +195,11 @@ fn t_product_replayed_after_a_weights_view_reads_the_new_weights() {
     let indptr: Vec<i64> = (0..=m).map(|i| (i * per_row) as i64).collect();
     let indices: Vec<i32> = (0..m * per_row).map(|_| rng.below(k) as i32).collect();
     let weights: Vec<f64> = (0..indices.len()).map(|_| rng.unit()).collect();
-    for (alg, kind, n) in [("csc_gather", InputKind::Float, 1), ("nonzero_lists", InputKind::Float, 96), ("event_bits", InputKind::Events, 64)] {
+    for (alg, kind, n) in [
+        ("csc_gather", InputKind::Float, 1),
+        ("nonzero_lists", InputKind::Float, 96),
+        ("event_bits", InputKind::Events, 64),
+    ] {
         let xt = if kind == InputKind::Float { DType::F32 } else { DType::Bool };
         let x: Vec<f64> = (0..m * n).map(|_| if rng.below(10) == 0 { rng.unit() + 0.5 } else { 0.0 }).collect();
         let ndim = if n == 1 { 1 } else { 2 };
@@ -210,14 +214,18 @@ fn t_product_replayed_after_a_weights_view_reads_the_new_weights() {
             if capture {
                 ctx.forced.apply(&format!("spmm_t:{alg}")).unwrap(); // GPU algorithms; the CPU runs its own
             }
-            let (x, y) = (upload(ctx, s, xt, (ndim, m, n), &x), upload(ctx, s, DType::F32, (ndim, k, n), &vec![0.0; k * n]));
+            let (x, y) =
+                (upload(ctx, s, xt, (ndim, m, n), &x), upload(ctx, s, DType::F32, (ndim, k, n), &vec![0.0; k * n]));
             let product = || ops::spmm(s, Op::T, kind, 1.0, &a, &x, 0.0, &y, n == 1).unwrap();
             let mut outputs = vec![];
             product(); // outside the capture: the stream's scratch is allocated on first use
             let (mut graph, mut exec) = (std::ptr::null_mut(), std::ptr::null_mut());
             if capture {
                 unsafe {
-                    ok(sys::cuStreamBeginCapture_v2(raw, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL), "begin");
+                    ok(
+                        sys::cuStreamBeginCapture_v2(raw, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL),
+                        "begin",
+                    );
                     product();
                     ok(sys::cuStreamEndCapture(raw, &mut graph), "end capture");
                     ok(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "instantiate");

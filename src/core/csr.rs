@@ -532,8 +532,10 @@ impl Csr {
     pub fn weights_view(&self) -> Result<Dense> {
         let w = self.hetero_weights("csr weights")?;
         self.weights_written();
-        if let (Some(copy), Backend::Cuda(gpu)) = (self.device_analysis.get().and_then(|d| d.csc_weights.as_ref()), &self.ctx.backend) {
-            gpu.write("csr weights view", copy.stale.addr(), &1u32.to_ne_bytes())?; // graphs captured before read the weights
+        let stale = self.csc_stale_flag();
+        if let (true, Backend::Cuda(gpu)) = (stale != 0, &self.ctx.backend) {
+            // T launches captured in a graph before now read the weights, not the copy
+            gpu.write("csr weights view", stale, &1u32.to_ne_bytes())?;
         }
         Ok(Dense::vector_of(&self.ctx, w.buf.clone(), w.dtype, self.nnz))
     }

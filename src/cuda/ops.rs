@@ -47,10 +47,10 @@ fn with_csc(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     Ok(Args { colptr: csc.colptr.addr(), rowind: csc.rowind.addr(), perm: csc.perm.addr(), ..args })
 }
 
-/// The CSC mirror for a product that walks only the mirror and reads the weights: where
-/// analysis kept them in CSC order and they are unchanged since, those weights and no
-/// permutation (`CscWalk::entry`), so that a column's weights load as one run instead of
-/// one random sector each.
+/// The CSC mirror for a product that walks only the mirror and reads the weights, with
+/// analysis' CSC-ordered copy of the weights and its stale flag where the host has seen no
+/// write since: the kernel (`in_csc_order`) then reads a column's weights as one run instead of
+/// one random sector each, unless the flag says a write came after (a graph captured earlier).
 fn with_csc_weights(s: &Stream, a: &Csr, args: Args) -> Result<Args> {
     let args = with_csc(s, a, args)?;
     Ok(match a.csc_weights_on_device(a.device_analysis(s)?) {
