@@ -222,12 +222,12 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1, ops=("N", "T"))
     B = B.to(dt)
     C_ = torch.empty(m, n, device="cuda", dtype=dt)
     hb, hc = evs.dense(B), evs.dense(C_)
-    At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, k))
     nbytes = csr_bytes(m, col.numel()) + B.element_size() * (k + m) * n
     tol = 1e-3 if dt == torch.float32 else 5e-3 if dt == torch.float16 else 3e-2
     if "N" in ops:
+        At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, k))
         spmm_n_row(evs, tab, label, a, hb, hc, C_, At @ B, tol, lambda: At @ B, nbytes)
-    del At
+        del At
     if "T" not in ops:
         return
     Bt = B if k == m else torch.randn(m, n, device="cuda", dtype=dt)

@@ -825,8 +825,10 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
 }
 
 #define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)
-// T gathers on a matrix with a CSC-ordered copy of its weights: apart, since testing the copy's
-// flag costs 8 registers (48 warps an SM instead of 64), which the gather through perm would pay
+// Kernels along the CSC mirror that read the weights' CSC-ordered copy while it is fresh
+// (EVS_CSC_KERNEL). The T gathers have such kernels apart from their plain ones, since testing
+// the copy's flag costs them 8 registers (48 warps an SM instead of 64), which the gather through
+// perm would pay.
 #define CSC_KERNEL(name, body) EVS_CSC_KERNEL(name, (BLOCK_THREADS), body)
 #define GATHER(T, TN, In, InN)                                         \
     KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \

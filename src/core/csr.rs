@@ -476,9 +476,8 @@ impl Csr {
     /// `CSC_WEIGHTS_FREE_SHARE` of the free device memory. None otherwise (T then reads through
     /// `perm`).
     fn csc_weights_upload(&self, stream: &Stream, perm: &[usize]) -> Result<Option<DeviceCscWeights>> {
-        let (Weights::Hetero(w), Backend::Cuda(gpu)) = (&self.weights, &self.ctx.backend) else { return Ok(None) };
-        let untouched = self.weight_writes.load(Ordering::Acquire) == 0 && Arc::strong_count(&w.buf) == 1;
-        if w.buf.is_borrowed() || !untouched || self.nnz == 0 || self.nnz > CSC_WEIGHTS_NNZ_MAX {
+        let (Some(w), Backend::Cuda(gpu)) = (self.weights_seen_whole(), &self.ctx.backend) else { return Ok(None) };
+        if self.weight_writes.load(Ordering::Acquire) != 0 || self.nnz > CSC_WEIGHTS_NNZ_MAX {
             return Ok(None);
         }
         if self.nnz * w.dtype.size() > gpu.free_memory()? / CSC_WEIGHTS_FREE_SHARE {
@@ -527,8 +526,8 @@ impl Csr {
     }
 
     /// A view of the hetero weights (zero-copy) for the caller to read or write. Counted as a
-    /// write: the CSC-ordered copy is not trusted again until it is rebuilt after the view is
-    /// gone.
+    /// write: a CPU context's CSC-ordered copy is not trusted again until it is rebuilt after
+    /// the view is gone; a CUDA context's (made at analysis) is not used again.
     pub fn weights_view(&self) -> Result<Dense> {
         let w = self.hetero_weights("csr weights")?;
         self.weights_written();
@@ -540,10 +539,18 @@ impl Csr {
         Ok(Dense::vector_of(&self.ctx, w.buf.clone(), w.dtype, self.nnz))
     }
 
-    /// Records a write to the weights (plasticity), so that their CSC-ordered copy is rebuilt
-    /// before its next use.
+    /// Records a write to the weights (plasticity), so that a CPU context's CSC-ordered copy is
+    /// rebuilt before its next use and a CUDA context's is no longer passed to the kernels.
     pub fn weights_written(&self) {
         self.weight_writes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The hetero weights where evsparse sees every write to them, so that a CSC-ordered copy
+    /// can be kept: weights it owns (not the caller's memory), with no view of them alive (one
+    /// holder of the buffer: this matrix), and at least one entry.
+    fn weights_seen_whole(&self) -> Option<&Dense> {
+        let Weights::Hetero(w) = &self.weights else { return None };
+        (!w.buf.is_borrowed() && Arc::strong_count(&w.buf) == 1 && self.nnz > 0).then_some(w)
     }
 
     /// The hetero weights in CSC order (CPU contexts), copied when first asked for and again
@@ -552,11 +559,7 @@ impl Csr {
     /// weights (the caller's memory), or while a view of them is alive (its pointer may write
     /// at any time); T then reads through the permutation.
     pub(crate) fn csc_weights(&self) -> Option<Arc<CscWeights>> {
-        let Weights::Hetero(w) = &self.weights else { return None };
-        // one holder of the buffer: this matrix, so no view is alive
-        if w.buf.is_borrowed() || Arc::strong_count(&w.buf) > 1 || self.nnz == 0 {
-            return None;
-        }
+        let w = self.weights_seen_whole()?;
         let writes = self.weight_writes.load(Ordering::Acquire);
         let mut cached = self.csc_weights.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(c) = cached.as_mut() {
