@@ -236,7 +236,8 @@ template <class T> __device__ void scale_long_rows(const Args& a) {
 #define LISTS_NONZERO_SHARE_HALF 9
 #define LISTS_NONZERO_SHARE_64 16
 
-template <class T> __device__ bool lists_pay(const Args& a, int64_t b_rows) {
+// The nonzeros list_nonzeros saw, in every thread of the block.
+__device__ int64_t nonzeros_listed(const Args& a) {
     __shared__ unsigned long long listed;
     if (threadIdx.x == 0) listed = 0;
     __syncthreads();
@@ -245,10 +246,14 @@ template <class T> __device__ bool lists_pay(const Args& a, int64_t b_rows) {
     for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(0xffffffffu, mine, o);
     if (lane_id() == 0 && mine) atomicAdd(&listed, (unsigned long long)mine);
     __syncthreads();
+    return (int64_t)listed;
+}
+
+template <class T> __device__ bool lists_pay(const Args& a, int64_t nonzeros, int64_t b_rows) {
     const int share = a.n > 32 && a.n <= 64 ? LISTS_NONZERO_SHARE_64
                       : sizeof(T) == 2       ? LISTS_NONZERO_SHARE_HALF
                                              : LISTS_NONZERO_SHARE;
-    return (int64_t)listed * share <= b_rows * a.n;
+    return nonzeros * share <= b_rows * a.n;
 }
 
 // The gathers below run as nonzero_lists' last launch too (a.out2 set), where they give way to
@@ -638,8 +643,9 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // (a.aux, a.ldaux slots per row of B), pair 0's column holding the count, or DENSE where they
 // do not fit (more than 31 of the 128). Then lists_mm: a warp per (output line, 128
 // columns), 32 entries at a time. Where a batch's entries are all listed, parts of LANES lanes
-// take alternate entries, adding weight x value at the listed columns into the part's sums in
-// shared memory (the columns of one list are distinct, so no atomics). Where any is DENSE, the
+// (about as many as the mean list has pairs: lists_in_parts) take alternate entries, adding
+// weight x value at the listed columns into the part's sums in shared memory (the columns of
+// one list are distinct, so no atomics). Where any is DENSE, the
 // batch reads B's rows as they are, each lane holding its columns in registers. The same order
 // every run. Where B is mostly nonzero (lists_pay, above) lists_mm returns at once and the
 // gather's launch after it runs the product instead.
@@ -647,6 +653,7 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 #define NONZERO_SLOT_PAIRS 32
 #define LISTS_AT_ONCE 4         // lists a part loads at once (f64 spills 32 bytes: still faster than 2)
 #define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread
+#define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
 
 // One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
 // values, so a pair is 4 bytes).
@@ -750,12 +757,13 @@ __device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A
     }
 }
 
-// Line i over COLS = 8 LANES columns from blockIdx.y 128 (all of n where n <= 64): batches of 32
-// entries, the next batch's sources, weights and list counts loading while one is added.
-template <class T, class Walk, int LANES>
+// Line i over COLS columns from blockIdx.y 128 (all of n where n <= 64), in parts of LANES
+// lanes: batches of 32 entries, the next batch's sources, weights and list counts loading while
+// one is added.
+template <class T, class Walk, int LANES, int COLS>
 __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* sums) {
     typedef typename AccOf<T>::type A;
-    constexpr int PARTS = 32 / LANES, COLS = 8 * LANES, V = COLS / 32;
+    constexpr int PARTS = 32 / LANES, V = COLS / 32;
     const int lane = lane_id();
     const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS, c = c0 + V * lane;
     const Listed<T>* slots = (const Listed<T>*)a.aux + blockIdx.y * NONZERO_SLOT_PAIRS;
@@ -804,24 +812,44 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
 
 // The warp's lines, striding by the grid (one wave of blocks). The part width is chosen outside
 // the loop: three lists_line bodies inside it spilled (ptxas, f32: 8 bytes stored, 24 loaded).
-template <class T, class Walk, int LANES> __device__ void lists_lines(const Args& a, typename AccOf<T>::type* sums) {
+template <class T, class Walk, int LANES, int COLS> __device__ void lists_lines(const Args& a, typename AccOf<T>::type* sums) {
+    static_assert(32 / LANES * COLS <= LISTS_SUMS, "a part's sums past the warp's");
     for (int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + threadIdx.x / 32; i < Walk::count(a); i += (int64_t)gridDim.x * BLOCK_WARPS) {
         __syncwarp();  // the last line's sums are read
-        lists_line<T, Walk, LANES>(a, i, sums);
+        lists_line<T, Walk, LANES, COLS>(a, i, sums);
     }
 }
 
-// Parts of 4 lanes where n <= 32, 8 where n <= 64 (one tile of 32 or 64 columns), else 16.
+// The narrowest parts that the lists fit: LANES lanes once the mean list is at most 7/8 LANES
+// pairs long, up to COLS / 8 lanes. f32, 128 columns: 4, 8 and 16 lanes at 2, 5 and 10 %
+// (2.6, 6.4 and 12.8 pairs a list) take 51, 68 and 89 µs; 16 lanes took 72, 76 and 89
+// (bench/NOTES.md, "parts as wide as the lists"). The f64 sums of 8 parts of 128 columns do not
+// fit their 4 KB, so f64 there starts at 8 lanes.
+template <class T, class Walk, int LANES, int COLS>
+__device__ void lists_in_parts(const Args& a, typename AccOf<T>::type* sums, int64_t nonzeros, int64_t lists) {
+    if constexpr (32 / LANES * COLS > LISTS_SUMS) {
+        lists_in_parts<T, Walk, 2 * LANES, COLS>(a, sums, nonzeros, lists);
+    } else if constexpr (LANES < COLS / 8) {
+        if (8 * nonzeros > 7 * LANES * lists) lists_in_parts<T, Walk, 2 * LANES, COLS>(a, sums, nonzeros, lists);
+        else lists_lines<T, Walk, LANES, COLS>(a, sums);
+    } else {
+        lists_lines<T, Walk, LANES, COLS>(a, sums);
+    }
+}
+
+// Tiles of 32 columns where n <= 32, of 64 where n <= 64, else of 128.
 template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     typedef typename AccOf<T>::type A;
-    __shared__ A sums[BLOCK_WARPS][8 * 32];
-    const bool pay = lists_pay<T>(a, Walk::sources(a));
+    __shared__ A sums[BLOCK_WARPS][LISTS_SUMS];
+    const int64_t nonzeros = nonzeros_listed(a), b_rows = Walk::sources(a);
+    const bool pay = lists_pay<T>(a, nonzeros, b_rows);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) ((int*)a.out2)[a.lines] = pay;  // lists_ran
     if (!pay) return;  // the gather's launch runs the product
     A* mine = sums[threadIdx.x / 32];
-    if (a.n <= 32) lists_lines<T, Walk, 4>(a, mine);
-    else if (a.n <= 64) lists_lines<T, Walk, 8>(a, mine);
-    else lists_lines<T, Walk, 16>(a, mine);
+    const int64_t lists = b_rows * ((a.n + NONZERO_COLS - 1) / NONZERO_COLS);
+    if (a.n <= 32) lists_in_parts<T, Walk, 4, 32>(a, mine, nonzeros, lists);
+    else if (a.n <= 64) lists_in_parts<T, Walk, 4, 64>(a, mine, nonzeros, lists);
+    else lists_in_parts<T, Walk, 4, 128>(a, mine, nonzeros, lists);
 }
 
 #define KERNEL(name, body) EVS_KERNEL(name, (BLOCK_THREADS), body)
