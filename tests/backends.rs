@@ -463,8 +463,9 @@ fn spmm_on_mostly_zero_floats_matches_cpu() {
 }
 
 /// `nonzero_lists` down each of its device-side branches on a B of 1,500 rows: 1-4 % nonzero
-/// with every 64th row whole (the lists, some tiles read as they are), and all nonzero (the
-/// gather), at 48 and 128 columns (their thresholds differ), every dtype.
+/// with every 64th row whole (the lists, some tiles read as they are); 2, 5 and 10 % nonzero
+/// (parts of 4, 8 and 16 lanes over 128 columns: `lists_in_parts`); all nonzero (the gather).
+/// At 48 and 128 columns (their thresholds differ), every dtype.
 #[test]
 fn nonzero_lists_takes_the_lists_and_the_gather() {
     let mut p = Pair::new();
@@ -482,8 +483,11 @@ fn nonzero_lists_takes_the_lists_and_the_gather() {
     ];
     for (t, n) in cases {
         for op in [Op::N, Op::T] {
-            for dense in [false, true] {
-                let values = if dense { p.values(1500 * n, 0) } else { p.sparse_rows(1500, n) };
+            for zero_pct in [None, Some(98), Some(95), Some(90), Some(0)] {
+                let values = match zero_pct {
+                    Some(pct) => p.values(1500 * n, pct),
+                    None => p.sparse_rows(1500, n),
+                };
                 nonzero_lists_case(&mut p, op, (t, n == 48), &pat, n, &values, (n, 0));
             }
         }
