@@ -645,13 +645,13 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // columns), 32 entries at a time. Where a batch's entries are all listed, parts of LANES lanes
 // (about as many as the mean list has pairs: lists_in_parts) take alternate entries, adding
 // weight x value at the listed columns into the part's sums in shared memory (the columns of
-// one list are distinct, so no atomics). Where any is DENSE, the
-// batch reads B's rows as they are, each lane holding its columns in registers. The same order
-// every run. Where B is mostly nonzero (lists_pay, above) lists_mm returns at once and the
-// gather's launch after it runs the product instead.
+// one list are distinct, so no atomics). Where any is DENSE, the batch reads B's rows as they
+// are, each lane holding its columns in registers. The same order every run. Where B is mostly
+// nonzero (lists_pay, above) lists_mm returns at once and the gather's launch after it runs the
+// product instead.
 #define NONZERO_COLS 128
 #define NONZERO_SLOT_PAIRS 32
-#define LISTS_AT_ONCE 4         // lists a part loads at once (f64 spills 32 bytes: still faster than 2)
+#define LISTS_AT_ONCE 4         // lists a part loads at once (f64 spills: still faster than 2; 8 is slower)
 #define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread
 #define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
 
