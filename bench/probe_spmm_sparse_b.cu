@@ -17,6 +17,7 @@ struct Prob {
     float* vals;             // ... and values (128 slots)
     unsigned* qmask;         // packed quads: per (row, 128-column tile) which of its 32 quads hold a non-zero
     float4* quads;           // ... those quads in order (32 slots)
+    uint2* slots;            // the library's lists: per (row, 128-column tile) 32 (column, value bits) pairs, pair 0's column the count
     float* c;                // m x n
 };
 
@@ -256,13 +257,215 @@ template <int UNROLL> __global__ void __launch_bounds__(256) quad_rows(Prob p) {
     if (c + 3 < p.n) *(float4*)(p.c + (long)i * p.n + c) = acc;
 }
 
+// The library's lists (kernels/sparse.cu, list_slot): per (row of B, 128 columns) a slot of 32
+// (column, value) pairs, pair 0's column the count (here at most 31: the probe's B fits).
+__global__ void pack_slots(Prob p) {
+    long warp, row;
+    int c, lane = threadIdx.x & 31;
+    if (!warp_tile(p, warp, row, c)) return;
+    float v[4];
+    int mine = 0;
+    for (int u = 0; u < 4; u++) {
+        v[u] = c + u < p.n ? p.b[row * p.n + c + u] : 0.f;
+        mine += v[u] != 0.f;
+    }
+    int before = mine;
+    for (int o = 1; o < 32; o <<= 1) {
+        int t = __shfl_up_sync(~0u, before, o);
+        if (lane >= o) before += t;
+    }
+    int total = __shfl_sync(~0u, before, 31);
+    before -= mine;
+    uint2* slot = p.slots + warp * 32;
+    for (int u = 0; u < 4; u++)
+        if (v[u] != 0.f && before < 31) slot[1 + before++] = make_uint2(4 * lane + u, __float_as_uint(v[u]));
+    if (lane == 0) slot[0].x = min(total, 31);
+}
+
+// A warp per (row, 128 columns) striding over the rows; lane e takes entry e of a batch of 32
+// and its list whole (G 16-byte loads at a time, 2G pairs), adding w x value into its own copy
+// of the row's sums: sums[column][lane], so lane l's bank is l whatever the column (no
+// conflicts, no atomics, no shuffles). A lane's list has distinct columns, so a chunk's 4 sums
+// load before any stores. The row's end adds the 32 copies (skewed: lane l reads copy t + l).
+#define OWN_WARPS 4
+template <int G> __global__ void __launch_bounds__(OWN_WARPS * 32, 3) own_lists(Prob p) {
+    extern __shared__ float4 own_smem[];
+    const int wib = threadIdx.x / 32, lane = threadIdx.x & 31;
+    float* sums = (float*)own_smem + wib * 128 * 32;
+    float* mine = sums + lane;
+    const int tiles = (p.n + 127) / 128;
+    const uint4* slots = (const uint4*)(p.slots + blockIdx.y * 32);
+    const long stride = 16L * tiles;  // 16-byte words a row of B
+    for (int i = blockIdx.x * OWN_WARPS + wib; i < p.m; i += gridDim.x * OWN_WARPS) {
+        for (int k = lane; k < 1024; k += 32) ((float4*)sums)[k] = make_float4(0, 0, 0, 0);
+        __syncwarp();
+        const long b = p.indptr[i], e = p.indptr[i + 1];
+        auto fetch = [&](long base, const uint4*& list, float& w, int& cnt) {  // past the row: count 0
+            list = slots, w = 0, cnt = 0;
+            if (base + lane < e) {
+                list = slots + p.indices[base + lane] * stride, w = p.w[base + lane];
+                cnt = *(const int*)list;
+            }
+        };
+        const uint4* list;
+        float w;
+        int cnt;
+        fetch(b, list, w, cnt);
+        for (long base = b; base < e; base += 32) {
+            const uint4* next_list;
+            float next_w;
+            int next_cnt;
+            fetch(base + 32, next_list, next_w, next_cnt);
+            const int top = __reduce_max_sync(~0u, cnt);  // pairs 1 .. cnt, positions 0 .. top
+            for (int g = 0; g <= top; g += 2 * G) {
+                uint4 q[G];
+#pragma unroll
+                for (int u = 0; u < G; u++)
+                    if (g + 2 * u <= cnt) q[u] = list[g / 2 + u];
+#pragma unroll
+                for (int u = 0; u < G; u += 2) {
+                    if (g + 2 * u > top) break;
+                    float s[4];
+                    bool live[4];
+                    unsigned col[4];
+                    float val[4];
+#pragma unroll
+                    for (int h = 0; h < 4; h++) {
+                        const int pos = g + 2 * u + h;
+                        const uint4 r = q[u + h / 2];
+                        col[h] = h & 1 ? r.z : r.x, val[h] = __uint_as_float(h & 1 ? r.w : r.y);
+                        live[h] = pos >= 1 && pos <= cnt;
+                        if (live[h]) s[h] = *(const float*)((const char*)mine + (col[h] << 7));
+                    }
+#pragma unroll
+                    for (int h = 0; h < 4; h++)
+                        if (live[h]) *(float*)((char*)mine + (col[h] << 7)) = s[h] + w * val[h];
+                }
+            }
+            list = next_list, w = next_w, cnt = next_cnt;
+        }
+        __syncwarp();
+        float out[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const float* copies = sums + (4 * lane + u) * 32;
+            float a0 = 0, a1 = 0;
+#pragma unroll
+            for (int t = 0; t < 32; t += 2) a0 += copies[(t + lane) & 31], a1 += copies[(t + 1 + lane) & 31];
+            out[u] = a0 + a1;
+        }
+        const int c = blockIdx.y * 128 + 4 * lane;
+        if (c + 3 < p.n) *(float4*)(p.c + (long)i * p.n + c) = make_float4(out[0], out[1], out[2], out[3]);
+        __syncwarp();  // the sums are read before the next row clears them
+    }
+}
+
+// As own_lists, but lanes l and l + 16 share entry l % 16 of a batch of 16, taking its list's
+// even and odd pairs (8-byte loads), and one copy of the sums (sums[column][16]: the list's
+// columns are distinct, so no races; the two lanes' banks differ unless their columns' parities
+// agree). Half the shared memory (8 KB a warp), so 16 warps an SM, and half the serial adds a
+// lane. AHEAD: the next batch's pairs load before this batch's adds (two register buffers).
+#define PAIR_WARPS 4
+template <bool AHEAD> __global__ void __launch_bounds__(PAIR_WARPS * 32, AHEAD ? 4 : 6) pair_lists(Prob p) {
+    extern __shared__ float4 own_smem[];
+    const int wib = threadIdx.x / 32, lane = threadIdx.x & 31, e16 = lane & 15, odd = lane >> 4;
+    float* sums = (float*)own_smem + wib * 128 * 16;
+    char* copy = (char*)(sums + e16);
+    const int tiles = (p.n + 127) / 128;
+    const uint2* slots = p.slots + blockIdx.y * 32;
+    const long stride = 32L * tiles;  // pairs a row of B
+    struct Entry { const uint2* list; float w; int cnt; };
+    for (int i = blockIdx.x * PAIR_WARPS + wib; i < p.m; i += gridDim.x * PAIR_WARPS) {
+        for (int k = lane; k < 512; k += 32) ((float4*)sums)[k] = make_float4(0, 0, 0, 0);
+        __syncwarp();
+        const long b = p.indptr[i], e = p.indptr[i + 1];
+        auto fetch = [&](long base) {  // past the row: count 0
+            Entry en = {slots, 0.f, 0};
+            if (base + e16 < e) {
+                en.list = slots + p.indices[base + e16] * stride, en.w = p.w[base + e16];
+                en.cnt = *(const int*)en.list;
+            }
+            return en;
+        };
+        auto load = [&](const Entry& en, uint2* q) {  // pairs 2j + odd, 1 .. cnt
+#pragma unroll
+            for (int j = 0; j < 16; j++)
+                if (2 * j + odd <= en.cnt && 2 * j + odd >= 1) q[j] = en.list[2 * j + odd];
+        };
+        auto add = [&](const Entry& en, const uint2* q) {
+            const int top = __reduce_max_sync(~0u, en.cnt);
+#pragma unroll
+            for (int j0 = 0; j0 < 16; j0 += 4) {
+                if (2 * j0 > top) break;
+                float s[4];
+                bool live[4];
+#pragma unroll
+                for (int h = 0; h < 4; h++) {
+                    const int pos = 2 * (j0 + h) + odd;
+                    live[h] = pos >= 1 && pos <= en.cnt;
+                    if (live[h]) s[h] = *(const float*)(copy + (q[j0 + h].x << 6));
+                }
+#pragma unroll
+                for (int h = 0; h < 4; h++)
+                    if (live[h]) *(float*)(copy + (q[j0 + h].x << 6)) = s[h] + en.w * __uint_as_float(q[j0 + h].y);
+            }
+        };
+        if (AHEAD) {
+            uint2 qa[16], qb[16];
+            Entry cur = fetch(b), next = fetch(b + 16);
+            load(cur, qa);
+            for (long base = b; base < e; base += 32) {
+                Entry later = fetch(base + 32);
+                load(next, qb);
+                add(cur, qa);
+                if (base + 16 >= e) break;
+                cur = fetch(base + 48);
+                load(later, qa);
+                add(next, qb);
+                next = cur, cur = later;
+            }
+        } else {
+            uint2 q[16];
+            Entry cur = fetch(b);
+            for (long base = b; base < e; base += 16) {
+                Entry next = fetch(base + 16);
+                load(cur, q);
+                add(cur, q);
+                cur = next;
+            }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int col = lane + 32 * u;
+            const float* copies = sums + col * 16;
+            float a0 = 0, a1 = 0;
+#pragma unroll
+            for (int t = 0; t < 16; t += 2) a0 += copies[(t + (lane >> 1)) & 15], a1 += copies[(t + 1 + (lane >> 1)) & 15];
+            if (blockIdx.y * 128 + col < p.n) p.c[(long)i * p.n + blockIdx.y * 128 + col] = a0 + a1;
+        }
+        __syncwarp();  // the sums are read before the next row clears them
+    }
+}
+
 int main() {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    const char* names[] = {"pairs", "halves", "rounds1", "rounds4", "rounds8", "pack_only", "quads", "quad_pack", "qrows4", "qrows8"};
-    struct Case { int m, per_row, n; double nz; } cases[] = {{10000, 200, 128, 0.02}, {10000, 200, 128, 0.10}, {10000, 200, 128, 0.30}, {10000, 200, 128, 1.0}, {10000, 1000, 128, 0.10}};
+    const char* names[] = {"pairs", "halves", "rounds1", "rounds4", "rounds8", "pack_only", "quads", "quad_pack", "qrows4", "qrows8", "slot_pack", "own4", "own8", "own16", "pair", "pair_ahead"};
+    struct Case { int m, per_row, n; double nz; } cases[] = {{10000, 200, 128, 0.02}, {10000, 200, 128, 0.05}, {10000, 200, 128, 0.10}, {10000, 1000, 128, 0.10}};
+    const int own_bytes = OWN_WARPS * 128 * 32 * 4;
+    CK(cudaFuncSetAttribute(own_lists<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, own_bytes));
+    CK(cudaFuncSetAttribute(own_lists<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, own_bytes));
+    CK(cudaFuncSetAttribute(own_lists<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, own_bytes));
+    const int pair_bytes = PAIR_WARPS * 128 * 16 * 4;
+    CK(cudaFuncSetAttribute(pair_lists<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, pair_bytes));
+    CK(cudaFuncSetAttribute(pair_lists<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, pair_bytes));
+    int sms;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     printf("%-28s %-10s %10s %10s %8s\n", "case", "variant", "event_us", "graph_us", "maxerr");
-    for (auto c : cases) {
+    const char* only = getenv("PROBE_CASE");  // PROBE_CASE=2 runs cases[2] alone (for ncu)
+    for (const auto& c : cases) {
+        if (only && &c - cases != atoi(only)) continue;
         srand(2);
         int m = c.m, k = c.m, n = c.n, tiles = (n + 127) / 128;
         long nnz = (long)m * c.per_row;
@@ -280,6 +483,7 @@ int main() {
         CK(cudaMalloc(&p.vals, (long)k * tiles * 128 * 4));
         CK(cudaMalloc(&p.qmask, (long)k * tiles * 4));
         CK(cudaMalloc(&p.quads, (long)k * tiles * 32 * 16));
+        CK(cudaMalloc(&p.slots, (long)k * tiles * 32 * 8));
         float* ref;
         CK(cudaMalloc(&p.c, (long)m * n * 4));
         CK(cudaMalloc(&ref, (long)m * n * 4));
@@ -289,7 +493,7 @@ int main() {
         CK(cudaDeviceSynchronize());
         std::vector<float> href((long)m * n);
         CK(cudaMemcpy(href.data(), ref, href.size() * 4, cudaMemcpyDeviceToHost));
-        for (int v = 0; v < 10; v++) {
+        for (int v = 0; v < 16; v++) {
             auto call = [&] {
                 dim3 grid((m + 7) / 8, tiles);
                 if (v == 0) pairs<<<dim3((m + 7) / 8, (n + 63) / 64), 256, 0, s>>>(p);
@@ -302,6 +506,13 @@ int main() {
                 if (v >= 7) pack_quads<<<((long)k * tiles + 7) / 8, 256, 0, s>>>(p);
                 if (v == 8) quad_rows<4><<<grid, 256, 0, s>>>(p);
                 if (v == 9) quad_rows<8><<<grid, 256, 0, s>>>(p);
+                if (v >= 10) pack_slots<<<((long)k * tiles + 7) / 8, 256, 0, s>>>(p);
+                dim3 own_grid(std::min((m + OWN_WARPS - 1) / OWN_WARPS, 3 * sms), tiles);
+                if (v == 11) own_lists<4><<<own_grid, OWN_WARPS * 32, own_bytes, s>>>(p);
+                if (v == 12) own_lists<8><<<own_grid, OWN_WARPS * 32, own_bytes, s>>>(p);
+                if (v == 13) own_lists<16><<<own_grid, OWN_WARPS * 32, own_bytes, s>>>(p);
+                if (v == 14) pair_lists<false><<<dim3(std::min((m + 3) / 4, 6 * sms), tiles), PAIR_WARPS * 32, pair_bytes, s>>>(p);
+                if (v == 15) pair_lists<true><<<dim3(std::min((m + 3) / 4, 4 * sms), tiles), PAIR_WARPS * 32, pair_bytes, s>>>(p);
             };
             CK(cudaMemsetAsync(p.c, 0xff, (long)m * n * 4, s));
             call();
@@ -315,7 +526,7 @@ int main() {
         }
         cudaFree((void*)p.indptr), cudaFree((void*)p.indices), cudaFree((void*)p.w), cudaFree((void*)p.b);
         cudaFree(p.counts), cudaFree(p.cols), cudaFree(p.vals), cudaFree(p.c), cudaFree(ref);
-        cudaFree(p.qmask), cudaFree(p.quads);
+        cudaFree(p.qmask), cudaFree(p.quads), cudaFree(p.slots);
     }
     return 0;
 }
