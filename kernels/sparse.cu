@@ -651,7 +651,7 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // product instead.
 #define NONZERO_COLS 128
 #define NONZERO_SLOT_PAIRS 32
-#define LISTS_AT_ONCE 4         // lists a part loads at once (f64 spills: still faster than 2; 8 is slower)
+#define LISTS_AT_ONCE 4         // lists a part loads at once (8 was slower)
 #define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread
 #define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
 
@@ -729,8 +729,11 @@ __device__ __forceinline__ void dense_batch(const Args& a, int count, int64_t sr
 }
 
 // A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE
-// at a time (their first pairs loaded together), adding weight x value at the listed columns
-// into its sums `mine`; lane e of the batch holds entry e's list, weight and count.
+// at a time, adding weight x value at the listed columns into its sums `mine`; lane e of the
+// batch holds entry e's list, weight and count. The round's lists go in chunks of LANES pairs,
+// each chunk of all of them loaded at once: a round waits one memory trip per chunk of its
+// longest list, not one per list that outgrows the first chunk (bench/NOTES.md, "the lists in
+// chunks").
 template <class T, int LANES, class A>
 __device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A w, unsigned head, A* mine) {
     constexpr int PARTS = 32 / LANES;
@@ -738,21 +741,26 @@ __device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A
     for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
         const Listed<T>* l[LISTS_AT_ONCE];
         A we[LISTS_AT_ONCE];
-        unsigned h[LISTS_AT_ONCE];
-        Listed<T> first[LISTS_AT_ONCE];
+        int h[LISTS_AT_ONCE], most = 0;
 #pragma unroll
         for (int u = 0; u < LISTS_AT_ONCE; u++) {
             const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32; past the batch h = 0
             l[u] = (const Listed<T>*)__shfl_sync(0xffffffffu, (unsigned long long)list, e);
             we[u] = __shfl_sync(0xffffffffu, w, e);
-            h[u] = __shfl_sync(0xffffffffu, head, e);
-            if (sub < (int)h[u]) first[u] = l[u][sub];
+            h[u] = (int)__shfl_sync(0xffffffffu, head, e);
+            most = max(most, h[u]);
         }
+        most = __reduce_max_sync(0xffffffffu, most);
+        for (int j = sub; j - sub < most; j += LANES) {
+            Listed<T> p[LISTS_AT_ONCE];
 #pragma unroll
-        for (int u = 0; u < LISTS_AT_ONCE; u++) {
-            if (sub < (int)h[u]) mine[first[u].col] += we[u] * A(to_f(first[u].val));
-            for (int j = sub + LANES; j < (int)h[u]; j += LANES) mine[l[u][j].col] += we[u] * A(to_f(l[u][j].val));
-            __syncwarp();  // the next list may hold the same columns
+            for (int u = 0; u < LISTS_AT_ONCE; u++)
+                if (j < h[u]) p[u] = l[u][j];
+#pragma unroll
+            for (int u = 0; u < LISTS_AT_ONCE; u++) {
+                if (j < h[u]) mine[p[u].col] += we[u] * A(to_f(p[u].val));
+                __syncwarp();  // the next list may hold the same columns
+            }
         }
     }
 }
@@ -820,17 +828,18 @@ template <class T, class Walk, int LANES, int COLS> __device__ void lists_lines(
     }
 }
 
-// The narrowest parts that the lists fit: LANES lanes once the mean list is at most 7/8 LANES
-// pairs long, up to COLS / 8 lanes. f32, 128 columns: 4, 8 and 16 lanes at 2, 5 and 10 %
-// (2.6, 6.4 and 12.8 pairs a list) take 51, 68 and 89 µs; 16 lanes took 72, 76 and 89
-// (bench/NOTES.md, "parts as wide as the lists"). The f64 sums of 8 parts of 128 columns do not
-// fit their 4 KB, so f64 there starts at 8 lanes.
+// The narrowest parts that the lists fit: LANES lanes while the mean list is at most 2 LANES
+// pairs long (two chunks), up to COLS / 16 lanes: where the lists pay (lists_pay), a list holds
+// at most 16 pairs on average at 128 columns and 4 at 64. f32, 128 columns: 4, 4 and 8 lanes
+// at 2, 5 and 10 % (2.6, 6.4 and 12.8 pairs a list) take 49, 66 and 86 µs; parts of at least
+// 8/7 the mean took 50, 67 and 87.5 (bench/NOTES.md, "the lists in chunks"). The f64 sums of 8
+// parts of 128 columns do not fit their 4 KB, so f64 there takes 8 lanes.
 template <class T, class Walk, int LANES, int COLS>
 __device__ void lists_in_parts(const Args& a, typename AccOf<T>::type* sums, int64_t nonzeros, int64_t lists) {
     if constexpr (32 / LANES * COLS > LISTS_SUMS) {
         lists_in_parts<T, Walk, 2 * LANES, COLS>(a, sums, nonzeros, lists);
-    } else if constexpr (LANES < COLS / 8) {
-        if (8 * nonzeros > 7 * LANES * lists) lists_in_parts<T, Walk, 2 * LANES, COLS>(a, sums, nonzeros, lists);
+    } else if constexpr (LANES < COLS / 16) {
+        if (nonzeros > 2 * LANES * lists) lists_in_parts<T, Walk, 2 * LANES, COLS>(a, sums, nonzeros, lists);
         else lists_lines<T, Walk, LANES, COLS>(a, sums);
     } else {
         lists_lines<T, Walk, LANES, COLS>(a, sums);

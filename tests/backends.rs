@@ -464,7 +464,8 @@ fn spmm_on_mostly_zero_floats_matches_cpu() {
 
 /// `nonzero_lists` down each of its device-side branches on a B of 1,500 rows: 1-4 % nonzero
 /// with every 64th row whole (the lists, some tiles read as they are); 2, 5 and 10 % nonzero
-/// (parts of 4, 8 and 16 lanes over 128 columns: `lists_in_parts`); all nonzero (the gather).
+/// (parts of 4 lanes in one and two chunks, of 8 lanes over 128 columns: `lists_in_parts`); all
+/// nonzero (the gather).
 /// At 48 and 128 columns (their thresholds differ), every dtype.
 #[test]
 fn nonzero_lists_takes_the_lists_and_the_gather() {
