@@ -117,6 +117,24 @@ __device__ bool warp_tile(const Prob& p, long& warp, long& row, int& c) {
     return true;
 }
 
+// The packing lane's 4 values of B (row, columns c .. c + 3), the non-zeros of the lanes before
+// it in the tile (a warp scan of the counts) and the tile's.
+__device__ void tile_nonzeros(const Prob& p, long row, int c, float* v, int& before, int& total) {
+    const int lane = threadIdx.x & 31;
+    int mine = 0;
+    for (int u = 0; u < 4; u++) {
+        v[u] = c + u < p.n ? p.b[row * p.n + c + u] : 0.f;
+        mine += v[u] != 0.f;
+    }
+    before = mine;
+    for (int o = 1; o < 32; o <<= 1) {
+        int t = __shfl_up_sync(~0u, before, o);
+        if (lane >= o) before += t;
+    }
+    total = __shfl_sync(~0u, before, 31);
+    before -= mine;
+}
+
 // Compacts each (row of B, 128 columns) to its non-zeros: a warp each, lane l columns 4l .. 4l + 3,
 // a warp scan of the counts.
 __global__ void pack_nonzeros(Prob p) {
@@ -124,18 +142,8 @@ __global__ void pack_nonzeros(Prob p) {
     int c, lane = threadIdx.x & 31;
     if (!warp_tile(p, warp, row, c)) return;
     float v[4];
-    int mine = 0;
-    for (int u = 0; u < 4; u++) {
-        v[u] = c + u < p.n ? p.b[row * p.n + c + u] : 0.f;
-        mine += v[u] != 0.f;
-    }
-    int before = mine;
-    for (int o = 1; o < 32; o <<= 1) {
-        int t = __shfl_up_sync(~0u, before, o);
-        if (lane >= o) before += t;
-    }
-    int total = __shfl_sync(~0u, before, 31);
-    before -= mine;
+    int before, total;
+    tile_nonzeros(p, row, c, v, before, total);
     long slot = warp * 128;
     for (int u = 0; u < 4; u++)
         if (v[u] != 0.f) p.cols[slot + before] = 4 * lane + u, p.vals[slot + before] = v[u], before++;
@@ -264,18 +272,8 @@ __global__ void pack_slots(Prob p) {
     int c, lane = threadIdx.x & 31;
     if (!warp_tile(p, warp, row, c)) return;
     float v[4];
-    int mine = 0;
-    for (int u = 0; u < 4; u++) {
-        v[u] = c + u < p.n ? p.b[row * p.n + c + u] : 0.f;
-        mine += v[u] != 0.f;
-    }
-    int before = mine;
-    for (int o = 1; o < 32; o <<= 1) {
-        int t = __shfl_up_sync(~0u, before, o);
-        if (lane >= o) before += t;
-    }
-    int total = __shfl_sync(~0u, before, 31);
-    before -= mine;
+    int before, total;
+    tile_nonzeros(p, row, c, v, before, total);
     uint2* slot = p.slots + warp * 32;
     for (int u = 0; u < 4; u++)
         if (v[u] != 0.f && before < 31) slot[1 + before++] = make_uint2(4 * lane + u, __float_as_uint(v[u]));
