@@ -117,10 +117,13 @@ __device__ bool warp_tile(const Prob& p, long& warp, long& row, int& c) {
     return true;
 }
 
-// The packing lane's 4 values of B (row, columns c .. c + 3), the non-zeros of the lanes before
-// it in the tile (a warp scan of the counts) and the tile's.
-__device__ void tile_nonzeros(const Prob& p, long row, int c, float* v, int& before, int& total) {
+// The packing warp's tile (warp_tile), its lane's 4 values of B, the non-zeros of the lanes
+// before it in the tile (a warp scan of the counts) and the tile's; false past the last tile.
+__device__ bool tile_nonzeros(const Prob& p, long& warp, float* v, int& before, int& total) {
     const int lane = threadIdx.x & 31;
+    long row;
+    int c;
+    if (!warp_tile(p, warp, row, c)) return false;
     int mine = 0;
     for (int u = 0; u < 4; u++) {
         v[u] = c + u < p.n ? p.b[row * p.n + c + u] : 0.f;
@@ -133,17 +136,17 @@ __device__ void tile_nonzeros(const Prob& p, long row, int c, float* v, int& bef
     }
     total = __shfl_sync(~0u, before, 31);
     before -= mine;
+    return true;
 }
 
 // Compacts each (row of B, 128 columns) to its non-zeros: a warp each, lane l columns 4l .. 4l + 3,
 // a warp scan of the counts.
 __global__ void pack_nonzeros(Prob p) {
-    long warp, row;
-    int c, lane = threadIdx.x & 31;
-    if (!warp_tile(p, warp, row, c)) return;
+    const int lane = threadIdx.x & 31;
+    long warp;
     float v[4];
     int before, total;
-    tile_nonzeros(p, row, c, v, before, total);
+    if (!tile_nonzeros(p, warp, v, before, total)) return;
     long slot = warp * 128;
     for (int u = 0; u < 4; u++)
         if (v[u] != 0.f) p.cols[slot + before] = 4 * lane + u, p.vals[slot + before] = v[u], before++;
@@ -268,12 +271,11 @@ template <int UNROLL> __global__ void __launch_bounds__(256) quad_rows(Prob p) {
 // The library's lists (kernels/sparse.cu, list_slot): per (row of B, 128 columns) a slot of 32
 // (column, value) pairs, pair 0's column the count (here at most 31: the probe's B fits).
 __global__ void pack_slots(Prob p) {
-    long warp, row;
-    int c, lane = threadIdx.x & 31;
-    if (!warp_tile(p, warp, row, c)) return;
+    const int lane = threadIdx.x & 31;
+    long warp;
     float v[4];
     int before, total;
-    tile_nonzeros(p, row, c, v, before, total);
+    if (!tile_nonzeros(p, warp, v, before, total)) return;
     uint2* slot = p.slots + warp * 32;
     for (int u = 0; u < 4; u++)
         if (v[u] != 0.f && before < 31) slot[1 + before++] = make_uint2(4 * lane + u, __float_as_uint(v[u]));
