@@ -642,10 +642,11 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // of its nonzeros: a slot of NONZERO_SLOT_PAIRS (column, value) pairs in the stream's scratch
 // (a.aux, a.ldaux slots per row of B), pair 0's column holding the count, or DENSE where they
 // do not fit (more than 31 of the 128). Then lists_mm: a warp per (output line, 128
-// columns), 32 entries at a time: parts of LANES lanes (at least half as many as the mean list
-// has pairs: lists_in_parts) take alternate entries, adding weight x value at the listed
-// columns into the part's sums in shared memory (the columns of one list are distinct, so no
-// atomics); a DENSE entry's part reads B's row as it is. The same order every run. Where B is mostly
+// columns), 32 entries at a time. Where a batch's entries are all listed, parts of LANES lanes
+// (about as many as the mean list has pairs: lists_in_parts) take alternate entries, adding
+// weight x value at the listed columns into the part's sums in shared memory (the columns of
+// one list are distinct, so no atomics). Where any is DENSE, the batch reads B's rows as they
+// are, each lane holding its columns in registers. The same order every run. Where B is mostly
 // nonzero (lists_pay, above) lists_mm returns at once and the gather's launch after it runs the
 // product instead.
 #define NONZERO_COLS 128
@@ -705,66 +706,59 @@ template <class T> __device__ void list_nonzeros(const Args& a) {
     if (threadIdx.x == 0) ((int*)a.out2)[blockIdx.x] = total;
 }
 
-// A listed entry whose tile of B did not fit its slot (DENSE, rare where the lists run): the
-// part adds B's row `src` at the tile's columns as it is, lane `sub` every LANES-th column.
-template <class T, int LANES, int COLS, class A>
-__device__ __forceinline__ void dense_list(const Args& a, int64_t src, A w, A* mine) {
-    const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS;
-    const T* row = (const T*)a.x + src * a.ldx + c0;
-    for (int k = lane_id() % LANES; k < COLS && c0 + k < a.n; k += LANES) mine[k] += w * A(to_f(row[k]));
+// A batch of entries read from B as it is: lane l holds columns c .. c + V - 1 (c = c0 + V l)
+// in acc; entries in turn, their loads in flight several at a time. RUNS: each lane's V columns
+// are one aligned vector, all in B or all past n (those lanes read column 0 and are dropped).
+template <class T, int V, bool RUNS, class A>
+__device__ __forceinline__ void dense_batch(const Args& a, int count, int64_t src, A w, int64_t c, A* acc) {
+    const T* x = (const T*)a.x + (RUNS && c >= a.n ? 0 : c);
+#pragma unroll 4
+    for (int e = 0; e < count; e++) {
+        const T* row = x + __shfl_sync(0xffffffffu, src, e) * a.ldx;
+        const A we = __shfl_sync(0xffffffffu, w, e);
+        if (RUNS) {
+            const Run<T, V> r = *(const Run<T, V>*)row;
+#pragma unroll
+            for (int u = 0; u < V; u++) acc[u] += we * A(to_f(r.v[u]));
+        } else {
+#pragma unroll
+            for (int u = 0; u < V; u++)
+                if (c + u < a.n) acc[u] += we * A(to_f(row[u]));
+        }
+    }
 }
 
 // A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE
 // at a time, adding weight x value at the listed columns into its sums `mine`; lane e of the
-// batch holds entry e's source, slot and weight. The round's slots go in chunks of LANES
-// positions, each chunk of all of them loaded at once: a round waits one memory trip per chunk
-// of its longest list (bench/NOTES.md, "the lists in chunks"). Position 0 is the count, so it
-// arrives with the first pairs, in their line (bench/NOTES.md, "the count with the chunks").
-template <class T, int LANES, int COLS, class A>
-__device__ __forceinline__ void listed_batch(const Args& a, int count, int64_t src, const Listed<T>* slot, A w, A* mine) {
+// batch holds entry e's list, weight and count. The round's lists go in chunks of LANES pairs,
+// each chunk of all of them loaded at once: a round waits one memory trip per chunk of its
+// longest list, not one per list that outgrows the first chunk (bench/NOTES.md, "the lists in
+// chunks").
+template <class T, int LANES, class A>
+__device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A w, unsigned head, A* mine) {
     constexpr int PARTS = 32 / LANES;
-    const int part = lane_id() / LANES, sub = lane_id() % LANES, head_lane = part * LANES;
+    const int part = lane_id() / LANES, sub = lane_id() % LANES;
     for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
         const Listed<T>* l[LISTS_AT_ONCE];
         A we[LISTS_AT_ONCE];
-        Listed<T> p[LISTS_AT_ONCE];
         int h[LISTS_AT_ONCE], most = 0;
-        bool dense = false;
 #pragma unroll
         for (int u = 0; u < LISTS_AT_ONCE; u++) {
             const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32; past the batch h = 0
-            l[u] = (const Listed<T>*)__shfl_sync(0xffffffffu, (unsigned long long)slot, e);
+            l[u] = (const Listed<T>*)__shfl_sync(0xffffffffu, (unsigned long long)list, e);
             we[u] = __shfl_sync(0xffffffffu, w, e);
-            if (e < count) p[u] = l[u][sub];
-        }
-#pragma unroll
-        for (int u = 0; u < LISTS_AT_ONCE; u++) {
-            const bool in = e0 + part + u * PARTS < count;
-            const unsigned head = __shfl_sync(0xffffffffu, in ? (unsigned)p[u].col : 0u, head_lane);
-            dense |= head == Listed<T>::DENSE;
-            h[u] = head == Listed<T>::DENSE ? 0 : (int)head;
+            h[u] = (int)__shfl_sync(0xffffffffu, head, e);
             most = max(most, h[u]);
         }
-        if (__any_sync(0xffffffffu, dense)) {
-#pragma unroll
-            for (int u = 0; u < LISTS_AT_ONCE; u++) {
-                const int e = e0 + part + u * PARTS;
-                const int64_t s = __shfl_sync(0xffffffffu, src, e);
-                const unsigned head = __shfl_sync(0xffffffffu, e < count ? (unsigned)p[u].col : 0u, head_lane);
-                if (head == Listed<T>::DENSE) dense_list<T, LANES, COLS>(a, s, we[u], mine);
-                __syncwarp();
-            }
-        }
         most = __reduce_max_sync(0xffffffffu, most);
-        for (int j = sub; j - sub <= most; j += LANES) {
-            if (j != sub) {
+        for (int j = sub; j - sub < most; j += LANES) {
+            Listed<T> p[LISTS_AT_ONCE];
 #pragma unroll
-                for (int u = 0; u < LISTS_AT_ONCE; u++)
-                    if (j <= h[u]) p[u] = l[u][j];
-            }
+            for (int u = 0; u < LISTS_AT_ONCE; u++)
+                if (j < h[u]) p[u] = l[u][j];
 #pragma unroll
             for (int u = 0; u < LISTS_AT_ONCE; u++) {
-                if (j >= 1 && j <= h[u]) mine[p[u].col] += we[u] * A(to_f(p[u].val));
+                if (j < h[u]) mine[p[u].col] += we[u] * A(to_f(p[u].val));
                 __syncwarp();  // the next list may hold the same columns
             }
         }
@@ -772,33 +766,50 @@ __device__ __forceinline__ void listed_batch(const Args& a, int count, int64_t s
 }
 
 // Line i over COLS columns from blockIdx.y 128 (all of n where n <= 64), in parts of LANES
-// lanes: batches of 32 entries, the next batch's sources and weights loading while one is added.
+// lanes: batches of 32 entries, the next batch's sources, weights and list counts loading while
+// one is added.
 template <class T, class Walk, int LANES, int COLS>
 __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* sums) {
     typedef typename AccOf<T>::type A;
-    constexpr int PARTS = 32 / LANES;
+    constexpr int PARTS = 32 / LANES, V = COLS / 32;
     const int lane = lane_id();
-    const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS;
+    const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS, c = c0 + V * lane;
     const Listed<T>* slots = (const Listed<T>*)a.aux + blockIdx.y * NONZERO_SLOT_PAIRS;
     const int64_t stride = a.ldaux * NONZERO_SLOT_PAIRS;  // pairs of slots per row of B
+    const bool runs = (uintptr_t)a.x % sizeof(Run<T, V>) == 0 && a.ldx % V == 0 && a.n % V == 0;
     for (int k = lane; k < PARTS * COLS; k += 32) sums[k] = A(0);
     __syncwarp();
+    A acc[V] = {};
     const int64_t begin = Walk::begin(a, i), end = Walk::end(a, i);
-    auto fetch = [&](int64_t base, int64_t& src, A& w) {  // lane e: entry base + e
-        src = 0, w = 0;
-        if (base + lane < end) src = Walk::source(a, base + lane), w = weight<T, A>(a, Walk::entry(a, base + lane));
+    auto fetch = [&](int64_t base, int64_t& src, A& w, unsigned& head) {  // lane e: entry base + e
+        src = 0, w = 0, head = 0;
+        if (base + lane < end) {
+            src = Walk::source(a, base + lane);
+            w = weight<T, A>(a, Walk::entry(a, base + lane));
+            head = slots[src * stride].col;
+        }
     };
     int64_t src;
     A w;
-    fetch(begin, src, w);
+    unsigned head;
+    fetch(begin, src, w, head);
     for (int64_t base = begin; base < end; base += 32) {
         int64_t next_src;
         A next_w;
-        fetch(base + 32, next_src, next_w);
+        unsigned next_head;
+        fetch(base + 32, next_src, next_w, next_head);
         const int count = (int)min((int64_t)32, end - base);
-        listed_batch<T, LANES, COLS>(a, count, src, slots + src * stride, w, sums + (lane / LANES) * COLS);
-        src = next_src, w = next_w;
+        if (__any_sync(0xffffffffu, head == Listed<T>::DENSE)) {
+            if (runs) dense_batch<T, V, true>(a, count, src, w, c, acc);
+            else dense_batch<T, V, false>(a, count, src, w, c, acc);
+        } else {
+            const Listed<T>* list = slots + src * stride + 1;
+            listed_batch<T, LANES>(count, list, w, head, sums + (lane / LANES) * COLS);
+        }
+        src = next_src, w = next_w, head = next_head;
     }
+#pragma unroll
+    for (int u = 0; u < V; u++) sums[V * lane + u] += acc[u];  // this lane's own columns of part 0
     __syncwarp();
     for (int k = lane; k < COLS && c0 + k < a.n; k += 32) {
         A sum = 0;
