@@ -452,7 +452,8 @@ int main() {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const char* names[] = {"pairs", "halves", "rounds1", "rounds4", "rounds8", "pack_only", "quads", "quad_pack", "qrows4", "qrows8", "slot_pack", "own4", "own8", "own16", "pair", "pair_ahead"};
-    struct Case { int m, per_row, n; double nz; } cases[] = {{10000, 200, 128, 0.02}, {10000, 200, 128, 0.05}, {10000, 200, 128, 0.10}, {10000, 1000, 128, 0.10}};
+    struct Case { int m, per_row, n; double nz; } cases[] = {{10000, 200, 128, 0.02}, {10000, 200, 128, 0.05}, {10000, 200, 128, 0.10},
+                                                     {10000, 200, 128, 0.30}, {10000, 200, 128, 1.0},  {10000, 1000, 128, 0.10}};
     const int own_bytes = OWN_WARPS * 128 * 32 * 4;
     CK(cudaFuncSetAttribute(own_lists<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, own_bytes));
     CK(cudaFuncSetAttribute(own_lists<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, own_bytes));
@@ -494,6 +495,7 @@ int main() {
         std::vector<float> href((long)m * n);
         CK(cudaMemcpy(href.data(), ref, href.size() * 4, cudaMemcpyDeviceToHost));
         for (int v = 0; v < 16; v++) {
+            if (v >= 10 && c.nz > 0.2) continue;  // slots hold 31 non-zeros: the lane-own lists run on sparse B only
             auto call = [&] {
                 dim3 grid((m + 7) / 8, tiles);
                 if (v == 0) pairs<<<dim3((m + 7) / 8, (n + 63) / 64), 256, 0, s>>>(p);
