@@ -643,9 +643,9 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // (a.aux, a.ldaux slots per row of B), pair 0's column holding the count, or DENSE where they
 // do not fit (more than 31 of the 128). Then lists_mm: a warp per (output line, 128
 // columns), 32 entries at a time. Where a batch's entries are all listed, parts of LANES lanes
-// (about as many as the mean list has pairs: lists_in_parts) take alternate entries, adding
-// weight x value at the listed columns into the part's sums in shared memory (the columns of
-// one list are distinct, so no atomics). Where any is DENSE, the batch reads B's rows as they
+// (at least half as many as the mean list has pairs: lists_in_parts) take alternate entries,
+// adding weight x value at the listed columns into the part's sums in shared memory (the
+// columns of one list are distinct, so no atomics). Where any is DENSE, the batch reads B's rows as they
 // are, each lane holding its columns in registers. The same order every run. Where B is mostly
 // nonzero (lists_pay, above) lists_mm returns at once and the gather's launch after it runs the
 // product instead.

@@ -322,8 +322,8 @@ fn skewed(lines: &LengthStats) -> bool {
 /// Floats with n > 64 run `nonzero_lists`, which chooses on the device between B's nonzeros and
 /// the gather: f32 1.2-2.3x the gather at 2-10 % nonzero (128 and 256 columns, rows of 200 and
 /// 1000, B larger than L2), the gather and its listing pass (4-5 %) on dense B (bench/NOTES.md,
-/// "spmm on mostly-zero floats: the density decided on the device" and "... parts as wide as
-/// the lists"); f16 / bf16 1.1x and f64 1.36x at 10 % ("... every dtype").
+/// "spmm on mostly-zero floats: the density decided on the device" and "... the lists in
+/// chunks"); f16 / bf16 1.1x and f64 1.6x at 10 % ("... the lists in chunks").
 ///
 /// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror where they
 /// are few, which the device decides from its count (`csc_scatter`): 10000² x 200/row at 0.1 %
