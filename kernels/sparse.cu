@@ -642,17 +642,20 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // of its nonzeros: a slot of NONZERO_SLOT_PAIRS (column, value) pairs in the stream's scratch
 // (a.aux, a.ldaux slots per row of B), pair 0's column holding the count, or DENSE where they
 // do not fit (more than 31 of the 128). Then lists_mm: a warp per (output line, 128
-// columns), 32 entries at a time. Where a batch's entries are all listed, parts of LANES lanes
-// (at least half as many as the mean list has pairs: lists_in_parts) take alternate entries,
-// adding weight x value at the listed columns into the part's sums in shared memory (the
-// columns of one list are distinct, so no atomics). Where any is DENSE, the batch reads B's rows as they
-// are, each lane holding its columns in registers. The same order every run. Where B is mostly
-// nonzero (lists_pay, above) lists_mm returns at once and the gather's launch after it runs the
-// product instead.
+// columns), 32 entries at a time. Parts of LANES lanes (at least half as many as the mean list
+// has pairs: lists_in_parts) take alternate entries, adding weight x value at the listed
+// columns into the part's sums in shared memory (the columns of one list are distinct, so no
+// atomics); an entry whose tile is DENSE is added by its part from B's row as it is. The same
+// order every run. Where B is mostly nonzero (lists_pay, above) lists_mm returns at once and the
+// gather's launch after it runs the product instead.
 #define NONZERO_COLS 128
 #define NONZERO_SLOT_PAIRS 32
 #define LISTS_AT_ONCE 4         // lists a part loads at once (8 was slower)
-#define LISTS_BLOCKS_PER_SM 3   // 80 registers a thread
+// Blocks an SM of the lists' product: T 4 (64 registers a thread; f64 3, 80 registers), N 3
+// (80 registers: at 64 f32 spills, and 4 blocks made f16 and bf16 N 11-22 % slower, T 4-8 %
+// faster; bench/NOTES.md, "the branches rebuilt").
+#define LISTS_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 3 : 4)
+#define LISTS_N_BLOCKS_PER_SM 3
 #define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
 
 // One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
@@ -706,114 +709,124 @@ template <class T> __device__ void list_nonzeros(const Args& a) {
     if (threadIdx.x == 0) ((int*)a.out2)[blockIdx.x] = total;
 }
 
-// A batch of entries read from B as it is: lane l holds columns c .. c + V - 1 (c = c0 + V l)
-// in acc; entries in turn, their loads in flight several at a time. RUNS: each lane's V columns
-// are one aligned vector, all in B or all past n (those lanes read column 0 and are dropped).
-template <class T, int V, bool RUNS, class A>
-__device__ __forceinline__ void dense_batch(const Args& a, int count, int64_t src, A w, int64_t c, A* acc) {
-    const T* x = (const T*)a.x + (RUNS && c >= a.n ? 0 : c);
-#pragma unroll 4
-    for (int e = 0; e < count; e++) {
-        const T* row = x + __shfl_sync(0xffffffffu, src, e) * a.ldx;
-        const A we = __shfl_sync(0xffffffffu, w, e);
-        if (RUNS) {
-            const Run<T, V> r = *(const Run<T, V>*)row;
+// Entry e's tile read from B as it is (its list is DENSE): the part's lanes add weight x B's
+// row at columns sub, sub + LANES, ... of the tile into the part's sums.
+template <class T, int LANES, int COLS, class A>
+__device__ __forceinline__ void dense_list(const Args& a, int64_t src, A w, A* mine) {
+    const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS;
+    const T* row = (const T*)a.x + src * a.ldx + c0;
+    for (int k = lane_id() % LANES; k < COLS && c0 + k < a.n; k += LANES) mine[k] += w * A(to_f(row[k]));
+}
+
+// Copies of a part's sums that a warp's 4 KB hold, up to 2: lists u and u + 1 of a round add
+// into different copies, so both loads of the sums go before both stores.
+template <class T, int LANES, int COLS> __host__ __device__ constexpr int lists_copies() {
+    return 2 * (32 / LANES) * COLS <= (int)LISTS_SUMS ? 2 : 1;
+}
+
+// Adds pair p[u] of each list u where take[u], COPIES lists at a time, list u0 + c into copy c
+// (COPY_STRIDE sums apart) of the part's sums: the copies' loads, then their stores.
+template <int COPIES, int COPY_STRIDE, class T, class A>
+__device__ __forceinline__ void add_listed(const Listed<T> (&p)[LISTS_AT_ONCE], const A (&we)[LISTS_AT_ONCE],
+                                           const bool (&take)[LISTS_AT_ONCE], A* mine) {
 #pragma unroll
-            for (int u = 0; u < V; u++) acc[u] += we * A(to_f(r.v[u]));
-        } else {
+    for (int u0 = 0; u0 < LISTS_AT_ONCE; u0 += COPIES) {
+        A old[COPIES];
 #pragma unroll
-            for (int u = 0; u < V; u++)
-                if (c + u < a.n) acc[u] += we * A(to_f(row[u]));
-        }
+        for (int c = 0; c < COPIES; c++)
+            if (take[u0 + c]) old[c] = mine[c * COPY_STRIDE + p[u0 + c].col];
+#pragma unroll
+        for (int c = 0; c < COPIES; c++)
+            if (take[u0 + c]) mine[c * COPY_STRIDE + p[u0 + c].col] = old[c] + we[u0 + c] * A(to_f(p[u0 + c].val));
+        __syncwarp();  // the next lists may hold the same columns
     }
 }
 
-// A batch of listed entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE
-// at a time, adding weight x value at the listed columns into its sums `mine`; lane e of the
-// batch holds entry e's list, weight and count. The round's lists go in chunks of LANES pairs,
-// each chunk of all of them loaded at once: a round waits one memory trip per chunk of its
-// longest list, not one per list that outgrows the first chunk (bench/NOTES.md, "the lists in
-// chunks").
-template <class T, int LANES, class A>
-__device__ __forceinline__ void listed_batch(int count, const Listed<T>* list, A w, unsigned head, A* mine) {
-    constexpr int PARTS = 32 / LANES;
+// A batch of entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE at a
+// time (a round), adding weight x value at the listed columns into its sums `mine`; lane e of
+// the batch holds entry e's source and weight. The round's lists go in chunks of LANES
+// positions, each chunk of all of them loaded at once: chunk 0 brings each list's count
+// (position 0) with its first pairs, and the round's longest count bounds the chunks after it,
+// so a round waits one memory trip per chunk of its longest list (bench/NOTES.md, "the lists in
+// chunks", "the count with the chunks").
+template <class T, int LANES, int COLS, class A>
+__device__ __forceinline__ void listed_batch(const Args& a, int count, const Listed<T>* slots, int64_t stride, int src,
+                                             A w, A* mine) {
+    constexpr int PARTS = 32 / LANES, COPIES = lists_copies<T, LANES, COLS>();
     const int part = lane_id() / LANES, sub = lane_id() % LANES;
     for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
-        const Listed<T>* l[LISTS_AT_ONCE];
+        int s[LISTS_AT_ONCE];
         A we[LISTS_AT_ONCE];
-        int h[LISTS_AT_ONCE], most = 0;
+        Listed<T> p[LISTS_AT_ONCE];
 #pragma unroll
         for (int u = 0; u < LISTS_AT_ONCE; u++) {
-            const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32; past the batch h = 0
-            l[u] = (const Listed<T>*)__shfl_sync(0xffffffffu, (unsigned long long)list, e);
+            const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32
+            s[u] = __shfl_sync(0xffffffffu, src, e);
             we[u] = __shfl_sync(0xffffffffu, w, e);
-            h[u] = (int)__shfl_sync(0xffffffffu, head, e);
+            p[u] = {0, T(0)};
+            if (e < count) p[u] = slots[s[u] * stride + sub];
+        }
+        int h[LISTS_AT_ONCE], most = 0;
+        bool take[LISTS_AT_ONCE];
+#pragma unroll
+        for (int u = 0; u < LISTS_AT_ONCE; u++) {
+            h[u] = (int)__shfl_sync(0xffffffffu, (unsigned)p[u].col, 0, LANES);  // the count, from the part's lane 0
+            if (h[u] == (int)Listed<T>::DENSE) {  // lane sub adds the same columns in every dense_list
+                dense_list<T, LANES, COLS>(a, s[u], we[u], mine);
+                h[u] = 0;
+            }
+            take[u] = sub > 0 && sub <= h[u];
             most = max(most, h[u]);
         }
+        __syncwarp();
+        add_listed<COPIES, PARTS * COLS>(p, we, take, mine);
         most = __reduce_max_sync(0xffffffffu, most);
-        for (int j = sub; j - sub < most; j += LANES) {
-            Listed<T> p[LISTS_AT_ONCE];
-#pragma unroll
-            for (int u = 0; u < LISTS_AT_ONCE; u++)
-                if (j < h[u]) p[u] = l[u][j];
+        for (int j = sub + LANES; j - sub <= most; j += LANES) {
 #pragma unroll
             for (int u = 0; u < LISTS_AT_ONCE; u++) {
-                if (j < h[u]) mine[p[u].col] += we[u] * A(to_f(p[u].val));
-                __syncwarp();  // the next list may hold the same columns
+                take[u] = j <= h[u];
+                if (take[u]) p[u] = slots[s[u] * stride + j];
             }
+            add_listed<COPIES, PARTS * COLS>(p, we, take, mine);
         }
     }
 }
 
 // Line i over COLS columns from blockIdx.y 128 (all of n where n <= 64), in parts of LANES
-// lanes: batches of 32 entries, the next batch's sources, weights and list counts loading while
-// one is added.
+// lanes: batches of 32 entries, the next batch's sources and weights loading while one is added.
 template <class T, class Walk, int LANES, int COLS>
 __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* sums) {
     typedef typename AccOf<T>::type A;
-    constexpr int PARTS = 32 / LANES, V = COLS / 32;
+    constexpr int COPIES = 32 / LANES * lists_copies<T, LANES, COLS>();  // of COLS sums
     const int lane = lane_id();
-    const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS, c = c0 + V * lane;
+    const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS;
     const Listed<T>* slots = (const Listed<T>*)a.aux + blockIdx.y * NONZERO_SLOT_PAIRS;
     const int64_t stride = a.ldaux * NONZERO_SLOT_PAIRS;  // pairs of slots per row of B
-    const bool runs = (uintptr_t)a.x % sizeof(Run<T, V>) == 0 && a.ldx % V == 0 && a.n % V == 0;
-    for (int k = lane; k < PARTS * COLS; k += 32) sums[k] = A(0);
+    for (int k = lane; k < COPIES * COLS; k += 32) sums[k] = A(0);
     __syncwarp();
-    A acc[V] = {};
     const int64_t begin = Walk::begin(a, i), end = Walk::end(a, i);
-    auto fetch = [&](int64_t base, int64_t& src, A& w, unsigned& head) {  // lane e: entry base + e
-        src = 0, w = 0, head = 0;
+    auto fetch = [&](int64_t base, int& src, A& w) {  // lane e: entry base + e; sources are int indices
+        src = 0, w = 0;
         if (base + lane < end) {
-            src = Walk::source(a, base + lane);
+            src = (int)Walk::source(a, base + lane);
             w = weight<T, A>(a, Walk::entry(a, base + lane));
-            head = slots[src * stride].col;
         }
     };
-    int64_t src;
+    int src;
     A w;
-    unsigned head;
-    fetch(begin, src, w, head);
+    fetch(begin, src, w);
     for (int64_t base = begin; base < end; base += 32) {
-        int64_t next_src;
+        int next_src;
         A next_w;
-        unsigned next_head;
-        fetch(base + 32, next_src, next_w, next_head);
+        fetch(base + 32, next_src, next_w);
         const int count = (int)min((int64_t)32, end - base);
-        if (__any_sync(0xffffffffu, head == Listed<T>::DENSE)) {
-            if (runs) dense_batch<T, V, true>(a, count, src, w, c, acc);
-            else dense_batch<T, V, false>(a, count, src, w, c, acc);
-        } else {
-            const Listed<T>* list = slots + src * stride + 1;
-            listed_batch<T, LANES>(count, list, w, head, sums + (lane / LANES) * COLS);
-        }
-        src = next_src, w = next_w, head = next_head;
+        listed_batch<T, LANES, COLS>(a, count, slots, stride, src, w, sums + (lane / LANES) * COLS);
+        src = next_src, w = next_w;
     }
-#pragma unroll
-    for (int u = 0; u < V; u++) sums[V * lane + u] += acc[u];  // this lane's own columns of part 0
     __syncwarp();
     for (int k = lane; k < COLS && c0 + k < a.n; k += 32) {
         A sum = 0;
-        for (int q = 0; q < PARTS; q++) sum += sums[q * COLS + k];
+        for (int q = 0; q < COPIES; q++) sum += sums[q * COLS + k];
         blend((T*)a.y + i * a.ldy + c0 + k, sum, a);
     }
 }
@@ -905,8 +918,8 @@ CSC_KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<
 EVS_FOR_FLOATS(BITS)
 #define LISTS(T, TN)                                        \
     KERNEL(list_nonzeros_##TN, list_nonzeros<T>)            \
-    EVS_KERNEL(spmm_n_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM), (lists_mm<T, CsrWalk>)) \
-    EVS_CSC_KERNEL(spmm_t_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM), (lists_mm<T, CscWalk>))
+    EVS_KERNEL(spmm_n_lists_##TN, (BLOCK_THREADS, LISTS_N_BLOCKS_PER_SM), (lists_mm<T, CsrWalk>)) \
+    EVS_CSC_KERNEL(spmm_t_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM(T)), (lists_mm<T, CscWalk>))
 EVS_FOR_FLOATS(LISTS)
 #define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)
 PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64)

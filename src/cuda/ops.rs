@@ -370,13 +370,21 @@ fn nonzero_lists(s: &Stream, (lists, gather): (Family, Family), p: &Product, arg
     gpu.launch(stream, gpu.kernel(LIST_NONZEROS, Some(p.x.dtype), None)?, Grid::new((blocks, 1), (THREADS, 1)), &list)?;
     let chosen = Args { out2: counts, lines: blocks as i64, ..args };
     let product = Args { aux: scratch.ptr, ldaux: tiles as i64, ..chosen };
-    let lists_grid = one_wave(gpu, Grid::warps_by_columns(lines as u64, n, NONZERO_COLS), LISTS_BLOCKS_PER_SM);
+    let lists_grid =
+        one_wave(gpu, Grid::warps_by_columns(lines as u64, n, NONZERO_COLS), lists_blocks_per_sm(lists, p.a.dtype));
     gpu.launch(stream, gpu.kernel(lists, t, None)?, lists_grid, &product)?;
     gpu.launch(stream, gpu.kernel(gather, t, Some(p.x.dtype))?, warp_grid(lines, p.y.cols), &chosen)
 }
 
-/// Blocks an SM holds at once of the lists' product (kernels/sparse.cu, LISTS_BLOCKS_PER_SM).
-const LISTS_BLOCKS_PER_SM: u64 = 3;
+/// Blocks an SM holds at once of the lists' product (kernels/sparse.cu, LISTS_BLOCKS_PER_SM and
+/// LISTS_N_BLOCKS_PER_SM).
+fn lists_blocks_per_sm(lists: Family, t: DType) -> u64 {
+    if lists == SPMM_N_LISTS || t.size() == 8 {
+        3
+    } else {
+        4
+    }
+}
 
 /// `grid` with at most one wave of blocks (`per_sm` an SM), its columns kept: for kernels whose
 /// warps stride over their lines.
