@@ -656,6 +656,7 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // faster; bench/NOTES.md, "the branches rebuilt").
 #define LISTS_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 3 : 4)
 #define LISTS_N_BLOCKS_PER_SM 3
+#define LISTS_NEAR_BYTES (24 << 20)  // slots that stay in L2 (50 MB) beside A and C
 #define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
 
 // One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
@@ -805,11 +806,15 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
     for (int k = lane; k < COPIES * COLS; k += 32) sums[k] = A(0);
     __syncwarp();
     const int64_t begin = Walk::begin(a, i), end = Walk::end(a, i);
+    // N with slots past L2's reach: the fetch, a batch ahead, asks L2 for each entry's chunk 0
+    // (T's 4 blocks an SM cover that latency, and its 64 registers would spill).
+    const bool far = std::is_same<Walk, CsrWalk>::value && Walk::sources(a) * stride * (int64_t)sizeof(Listed<T>) > LISTS_NEAR_BYTES;
     auto fetch = [&](int64_t base, int& src, A& w) {  // lane e: entry base + e; sources are int indices
         src = 0, w = 0;
         if (base + lane < end) {
             src = (int)Walk::source(a, base + lane);
             w = weight<T, A>(a, Walk::entry(a, base + lane));
+            if (far) asm volatile("prefetch.global.L2 [%0];" ::"l"(slots + src * stride));
         }
     };
     int src;
