@@ -652,8 +652,8 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 #define NONZERO_SLOT_PAIRS 32
 #define LISTS_AT_ONCE 4         // lists a part loads at once (8 was slower)
 // Blocks an SM of the lists' product: T 4 (64 registers a thread; f64 3, 80 registers), N 3
-// (80 registers: at 64 f32 spills, and 4 blocks made f16 and bf16 N 11-22 % slower, T 4-8 %
-// faster; bench/NOTES.md, "the branches rebuilt").
+// (80 registers). 4 blocks made T 4-8 % faster, but f16 and bf16 N 11-22 % slower, and f32 N
+// spills at 64 (bench/NOTES.md, "the branches rebuilt").
 #define LISTS_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 3 : 4)
 #define LISTS_N_BLOCKS_PER_SM 3
 #define LISTS_NEAR_BYTES (24 << 20)  // slots that stay in L2 (50 MB) beside A and C
@@ -798,12 +798,12 @@ __device__ __forceinline__ void listed_batch(const Args& a, int count, const Lis
 template <class T, class Walk, int LANES, int COLS>
 __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* sums) {
     typedef typename AccOf<T>::type A;
-    constexpr int COPIES = 32 / LANES * lists_copies<T, LANES, COLS>();  // of COLS sums
+    constexpr int SUM_ROWS = 32 / LANES * lists_copies<T, LANES, COLS>();  // rows of COLS sums: parts x copies
     const int lane = lane_id();
     const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS;
     const Listed<T>* slots = (const Listed<T>*)a.aux + blockIdx.y * NONZERO_SLOT_PAIRS;
     const int64_t stride = a.ldaux * NONZERO_SLOT_PAIRS;  // pairs of slots per row of B
-    for (int k = lane; k < COPIES * COLS; k += 32) sums[k] = A(0);
+    for (int k = lane; k < SUM_ROWS * COLS; k += 32) sums[k] = A(0);
     __syncwarp();
     const int64_t begin = Walk::begin(a, i), end = Walk::end(a, i);
     // N with slots past L2's reach: the fetch, a batch ahead, asks L2 for each entry's chunk 0
@@ -831,7 +831,7 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
     __syncwarp();
     for (int k = lane; k < COLS && c0 + k < a.n; k += 32) {
         A sum = 0;
-        for (int q = 0; q < COPIES; q++) sum += sums[q * COLS + k];
+        for (int q = 0; q < SUM_ROWS; q++) sum += sums[q * COLS + k];
         blend((T*)a.y + i * a.ldy + c0 + k, sum, a);
     }
 }
