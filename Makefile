@@ -296,9 +296,11 @@ gpu-bundle: $(NVCC_STAMP)
 	strip --strip-debug -o $(GPU_DIR)/libevsparse.so $(GPU_TARGET)/release/libevsparse.so
 	ln -sf libevsparse.so $(GPU_DIR)/libevsparse.so.$(MAJOR)
 	cp $$(ls -t $(GPU_TARGET)/release/build/evsparse-*/out/evsparse.fatbin | head -n 1) $(GPU_DIR)/evsparse.fatbin
-	$(GPU_ENV) cargo test --release --no-run --message-format=json $(addprefix --test ,$(RUST_GPU_TESTS)) \
-	    | $(PYTHON) -c 'import json, sys; [print(m["target"]["name"], m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
-	    | while read name exe; do strip --strip-debug -o $(GPU_DIR)/rust/$$name $$exe; done
+	# (the build's messages go through a file, so that a test that fails to compile fails the bundle)
+	$(GPU_ENV) cargo test --release --no-run --message-format=json $(addprefix --test ,$(RUST_GPU_TESTS)) > $(GPU_DIR)/rust/build.json
+	$(PYTHON) -c 'import json, sys; [print(m["target"]["name"], m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
+	    < $(GPU_DIR)/rust/build.json | while read name exe; do strip --strip-debug -o $(GPU_DIR)/rust/$$name $$exe; done
+	rm $(GPU_DIR)/rust/build.json
 	$(CC) $(CFLAGS_TEST) ffi_tests/test_c.c -o $(GPU_DIR)/test_c -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -lm
 	$(CXX) $(CXXFLAGS_TEST) ffi_tests/test_cpp.cpp -o $(GPU_DIR)/test_cpp -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN'
 	$(CC) -std=c11 $(WARN) -O2 -Iinclude bench/overhead.c -o $(GPU_DIR)/overhead -L$(GPU_DIR) -levsparse -Wl,-rpath,'$$ORIGIN' -ldl

@@ -1,16 +1,17 @@
-# Probe of dense mm N on events through dense_mm:wgmma (python3 bench/probe_dense.py MODE, on the
-# GPU machine, EVS_LIBRARY set): `sweep` checks errors against float64 over shapes;
+# Probe of dense mm on events through dense_mm:wgmma (python3 bench/probe_dense.py MODE, on the
+# GPU machine, EVS_LIBRARY set): `sweep` checks N's and T's errors against float64 over shapes;
 # `time` prints event and graph µs per call of a few shapes (and torch's read of W); `time_t` the
-# same for T (the plan's choice); `time_small` mv N / T, T with 10 columns and dense plasticity
+# same for T (the plan's choice); `t_paths` T on the tensor cores beside the listed pairs
+# (graph µs, errors checked) over columns, dtypes and densities; `time_small` mv N / T, T with 10 columns and dense plasticity
 # pre / post on W 10000² f32 at 1 % (the plan's choices, results checked; ONCE=1: untimed, for
-# ncu); `ncu` runs two calls each of f32 and f16 W 10000² and f32 5000², n = 100 at 1 %
+# ncu); `ncu` runs two calls each of f32 and f16 W 10000² and f32 5000², n = 100 at 1 % (OP=T: T)
 import os, sys, torch
 import bench
 from bench import evsparse
 stream = torch.cuda.Stream(); torch.cuda.set_stream(stream)
 evs = bench.Evs(stream)
 def setup(m, k, n, dt, rate=0.01, op=bench.OP_N):
-    W = torch.randn(m, k, device="cuda", dtype=dt)
+    W = torch.randn(*((m, k) if op == bench.OP_N else (k, m)), device="cuda", dtype=dt)
     S = torch.rand(k, n, device="cuda") < rate
     C = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
     hw, hs, hc = evs.dense(W), evs.dense(S), evs.dense(C)
@@ -19,10 +20,10 @@ mode = sys.argv[1]
 once = os.environ.get("ONCE") == "1"  # time_small: each call twice, untimed (for ncu)
 def times(f):
     return "untimed" if once else f"{bench.timed(f) * 1e3:.1f} / {bench.graphed(evs, f) * 1e3:.1f} graph"
-evs.force("dense_mm:auto" if mode in ("time_t", "time_small") else "dense_mm:wgmma")
+evs.force("dense_mm:auto" if mode in ("time_t", "time_small", "t_paths") else "dense_mm:wgmma")
 if mode == "ncu":
     for m, dt in [(10000, torch.float32), (10000, torch.float16), (5000, torch.float32)]:
-        W, S, C, f = setup(m, m, 100, dt)
+        W, S, C, f = setup(m, m, 100, dt, op=os.environ.get("OP", bench.OP_N))
         f(); f(); torch.cuda.synchronize()
 elif mode == "time":
     out = []
@@ -111,13 +112,29 @@ elif mode == "time_t":
         out.append(f"T n={n} {str(dt)[6:]}: {bench.timed(f) * 1e3:.1f} / {bench.graphed(evs, f) * 1e3:.1f} graph (error {err:.1e})")
         del W, S, C
     print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
+elif mode == "t_paths":
+    f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
+    cases = [(100, f32, 0.01), (100, f16, 0.01), (100, bf16, 0.01), (256, f32, 0.01), (256, f16, 0.01), (17, f32, 0.01),
+             (100, f32, 0.001), (100, f32, 0.10), (100, f16, 0.001), (32, f32, 0.01)]
+    for n, dt, rate in cases:
+        W, S, C, f = setup(10000, 10000, n, dt, rate, op=bench.OP_T)
+        ref = W.double().t() @ S.double()
+        out = []
+        for alg in ("wgmma", "event_lists"):
+            evs.force("dense_mm:" + alg)
+            C.fill_(float("nan")); f(); torch.cuda.synchronize()
+            err = ((C.double() - ref).norm() / ref.norm()).item()
+            out.append(f"{alg} {bench.graphed(evs, f) * 1e3:.1f} (error {err:.1e})")
+        print(f"T 10000² n={n} {str(dt)[6:]} {rate * 100:g}%: " + " | ".join(out), flush=True)
+        del W, S, C
 else:
     for m, k, n in [(10000, 10000, 256), (10000, 10000, 200), (2000, 10000, 256), (10000, 2000, 256), (10000, 10000, 129),
                     (10000, 10000, 100), (4000, 10000, 256), (10000, 5000, 256), (300, 1000, 100), (200, 512, 300)]:
         for dt in (torch.float32, torch.float16, torch.bfloat16):
-            W, S, C, f = setup(m, k, n, dt)
-            f(); torch.cuda.synchronize()
-            ref = W.double() @ S.double()
-            err = ((C.double() - ref).norm() / ref.norm()).item()
-            bad = "" if err < (1e-6 if dt == torch.float32 else 1e-2) else "  BAD"
-            print(f"{m}x{k}x{n} {str(dt)[6:]}: error {err:.2e}{bad}", flush=True)
+            for op in (bench.OP_N, bench.OP_T):
+                W, S, C, f = setup(m, k, n, dt, op=op)
+                f(); torch.cuda.synchronize()
+                ref = (W.double() if op == bench.OP_N else W.double().t()) @ S.double()
+                err = ((C.double() - ref).norm() / ref.norm()).item()
+                bad = "" if err < (1e-6 if dt == torch.float32 else 1e-2) else "  BAD"
+                print(f"{op} {m}x{k}x{n} {str(dt)[6:]}: error {err:.2e}{bad}", flush=True)

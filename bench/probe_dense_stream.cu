@@ -5,7 +5,8 @@
 // it, the (row band, step) units split evenly over the CTAs as the kernel does. No MMA. EMODE
 // adds E's stages (TMA boxes of a k x 128 bf16 matrix, or built from S by three producer
 // warps); FRAGMENTS has the consumers load the f32 A fragments as the kernel does. Beside it, a
-// plain 16-byte-load sum of W (W.sum's pattern).
+// plain 16-byte-load sum of W (W.sum's pattern). TRANS walks W as dense_mm:wgmma's T does: units
+// of (strip of 32 x BOXES columns, step of ROWS rows), a CTA's share down its strips.
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_dense_stream.cu -lcuda -o /tmp/ps && /tmp/ps
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
@@ -56,7 +57,7 @@ __device__ float fragments(const uint8_t* w) {
     return sum.x + sum.y;
 }
 
-template <int ROWS, int BOXES, int EMODE, int W_RING, bool FRAGMENTS = false>
+template <int ROWS, int BOXES, int EMODE, int W_RING, bool FRAGMENTS = false, bool TRANS = false>
 __global__ void __launch_bounds__(384, 1)
     stream_w(const __grid_constant__ CUtensorMap map, const __grid_constant__ CUtensorMap e_map, const uint8_t* spikes, int m,
              int k, int n, float* sink) {
@@ -67,7 +68,8 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);
     uint8_t* e_ring = ring + W_RING;
     __shared__ uint64_t full[STAGES], empty[STAGES], e_full[E_STAGES], e_empty[E_STAGES];
-    const int64_t steps = (k + STEP_COLS - 1) / STEP_COLS, units = (int64_t)((m + ROWS - 1) / ROWS) * steps;
+    const int64_t steps = TRANS ? (k + ROWS - 1) / ROWS : (k + STEP_COLS - 1) / STEP_COLS;
+    const int64_t units = (int64_t)(TRANS ? (m + STEP_COLS - 1) / STEP_COLS : (m + ROWS - 1) / ROWS) * steps;
     const int64_t begin = blockIdx.x * units / gridDim.x, end = (blockIdx.x + 1) * units / gridDim.x;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
@@ -80,7 +82,8 @@ __global__ void __launch_bounds__(384, 1)
         if (!w_thread && (EMODE == NO_E || (EMODE == E_TMA && threadIdx.x != 32) || (EMODE == E_FROM_S && threadIdx.x < 32)))
             return;
         for (int64_t x = begin, t = 0; x < end; x++, t++) {
-            const int row = (int)(x / steps * ROWS), col = (int)(x % steps * STEP_COLS);
+            const int row = (int)(TRANS ? x % steps * ROWS : x / steps * ROWS);
+            const int col = (int)(TRANS ? x / steps * STEP_COLS : x % steps * STEP_COLS);
             if (w_thread) {
                 const int s = t % STAGES;
                 if (t >= STAGES) barrier_wait(&empty[s], (t / STAGES - 1) & 1);
@@ -138,13 +141,21 @@ __global__ void sum_w(const float4* w, int64_t groups, float* sink) {
     if (acc.x + acc.y + acc.z + acc.w == 12345.f) *sink = acc.x;
 }
 
+// PROMOTION=0 / 128 / 256 (the default): the bytes each L2 miss is widened to
+static CUtensorMapL2promotion promotion() {
+    const char* p = getenv("PROMOTION");
+    const int bytes = p ? atoi(p) : 256;
+    return bytes == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE : bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                                                        : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+}
+
 static CUtensorMap map_of(const void* p, CUtensorMapDataType type, int rows, int cols, int row_bytes, int box_rows,
                           int box_cols) {
     CUtensorMap map;
     const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)row_bytes};
     const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows}, unit[2] = {1, 1};
     CUresult r = cuTensorMapEncodeTiled(&map, type, 2, (void*)p, dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                        CU_TENSOR_MAP_SWIZZLE_128B, promotion(),
                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) printf("cuTensorMapEncodeTiled: %d\n", (int)r), exit(1);
     return map;
@@ -160,11 +171,11 @@ struct Problem {
     cudaStream_t stream;
 };
 
-template <int ROWS, int BOXES, int EMODE = NO_E, int W_RING = RING, bool FRAGMENTS = false>
+template <int ROWS, int BOXES, int EMODE = NO_E, int W_RING = RING, bool FRAGMENTS = false, bool TRANS = false>
 void run(const char* name, const Problem& p) {
     const CUtensorMap map = map_of(p.w, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, p.m, p.k, p.k * 4, ROWS, 32);
     const CUtensorMap e_map = map_of(p.e, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.k, NT, NT * 2, 32 * BOXES, 64);
-    auto kernel = stream_w<ROWS, BOXES, EMODE, W_RING, FRAGMENTS>;
+    auto kernel = stream_w<ROWS, BOXES, EMODE, W_RING, FRAGMENTS, TRANS>;
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, RING + 1024));
     const Timing t = time_call(p.stream, [&] { kernel<<<sms, 384, RING + 1024, p.stream>>>(map, e_map, p.s, p.m, p.k, p.n, p.sink); });
     CK(cudaGetLastError());
@@ -192,6 +203,20 @@ int main() {
         printf("W %d x %d f32 (%.0f MB), graph us per call:\n", m, m, (double)m * m * 4 / 1e6);
         const Timing t = time_call(p.stream, [&] { sum_w<<<sms * 8, 256, 0, p.stream>>>((const float4*)w, (int64_t)m * m / 4, p.sink); });
         printf("  %-40s %7.1f us  %5.0f GB/s\n", "16-byte load sum", t.graph_us, (double)m * m * 4 / t.graph_us / 1e3);
+        if (getenv("TRANS")) {
+            run<128, 2, NO_E, 96 * 1024>("N 128 x 256 B, 3 stages", p);
+            run<64, 4, NO_E, 96 * 1024, false, true>("T 64 x 512 B, 3 stages (kernel)", p);
+            run<64, 4, NO_E, 128 * 1024, false, true>("T 64 x 512 B, 4 stages", p);
+            run<128, 4, NO_E, 128 * 1024, false, true>("T 128 x 512 B, 2 stages", p);
+            run<32, 8, NO_E, 96 * 1024, false, true>("T 32 x 1 KB, 3 stages", p);
+            run<64, 8, NO_E, 128 * 1024, false, true>("T 64 x 1 KB, 2 stages", p);
+            run<64, 2, NO_E, 96 * 1024, false, true>("T 64 x 256 B, 6 stages", p);
+            run<128, 2, NO_E, 96 * 1024, false, true>("T 128 x 256 B, 3 stages", p);
+            CK(cudaFree(w));
+            CK(cudaFree(s));
+            CK(cudaFree(emat));
+            continue;
+        }
         run<128, 2>("128 x 256 B, 6 stages", p);
         run<128, 2, NO_E, 128 * 1024>("128 x 256 B, 4 stages", p);
         run<128, 2, NO_E, 96 * 1024>("128 x 256 B, 3 stages", p);

@@ -350,15 +350,17 @@ template <class T> __device__ void lists_t(const Args& a) {
 }
 
 // ---------------------------------------------------------------- mm on events: tensor cores
-// N on Hopper (sm_90a). Events are exactly 0 or 1, so a tensor-core product with them is exact:
+// N and T on Hopper (sm_90a). Events are exactly 0 or 1, so a tensor-core product with them is exact:
 // event_matrix writes e(S) as 0/1 in the MMA's type (E, k x ep, ep = n rounded up to DW_BOX,
 // zeros past n) into the stream's scratch, then dense_wgmma streams W once through TMA and
 // multiplies it by E on wgmma, accumulating in f32. f16/bf16 W feed the MMA from shared memory;
 // f32 W is split in registers into three bf16 parts (hi + mid + lo holds its 24 bits), each
 // multiplied by E: f32 accuracy, the FLOPs still far below W's bytes.
 //
-// Tiles of C are 128 or 256 rows by NT = 64, 128 or 256 columns (dense_wgmma_shapes); a tile's
-// K runs in steps of 128 bytes of a W row (32 f32 or 64 f16/bf16 columns). The (tile, step) units are
+// Tiles of C are 128 rows by NT = 64, 128 or 256 columns (dense_wgmma_shapes); a tile's K runs
+// in steps of DW_K_STEP inputs. N reads a step of W as 128-row boxes of 128 bytes of each row
+// (one box of f16/bf16, two of f32), K-major; T (W k x m, its columns the tile's rows) as boxes
+// of DW_K_STEP rows of W by 128 bytes, M-major (two of f16/bf16, four of f32). The (tile, step) units are
 // split evenly over a persistent grid (stream-K): CTA c takes units [c U / G, (c + 1) U / G), so
 // every SM streams the same bytes whatever the tile count. A tile that one CTA covers whole is
 // blended into C by it; a tile shared by several is summed in order of CTA by its first CTA,
@@ -431,29 +433,44 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
 // again only by the same slice of the next stage, whose group is long complete (PTX forbids
 // writing the A registers of a pending wgmma; with a group a stage in flight, the next stage's
 // split once overwrote them: bench/NOTES.md). `loaded()` runs once f32 W's fragments are in
-// registers, `previous_done()` once the previous stage's wgmmas are complete.
-template <class T, int NT, class F, class G>
+// registers, `previous_done()` once the previous stage's wgmmas are complete. TRANS (T): `w` is
+// the warpgroup's M-major boxes (DW_K_STEP rows of W, 128 bytes of its columns each): f16/bf16
+// go to wgmma as an M-major operand, f32 fragments are read an element at a time (a pair's two
+// columns of A are two rows of W), from banks the swizzle keeps distinct.
+template <class T, int NT, bool TRANS, class F, class G>
 __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded,
                                             G previous_done) {
     using namespace hopper;
-    constexpr int SLICES = DW_K_STEP / 16, BOX_SLICES = 128 / sizeof(T) / 16;
+    constexpr int SLICES = DW_K_STEP / 16, BOX_SLICES = 128 / sizeof(T) / 16, BOX_ROWS = 128 / sizeof(T);
     auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, DW_K_STEP * 128, 1024); };
-    // slice kq's 128-byte rows, and its byte offset in them
+    // N: slice kq's 128-byte rows, and its byte offset in them
     auto w_box = [&](int kq) { return w + kq / BOX_SLICES * DW_ROWS * 128; };
     auto w_col = [&](int kq) { return kq % BOX_SLICES * 16 * (int)sizeof(T); };
     if constexpr (sizeof(T) == 2) {
         wgmma_fence();
 #pragma unroll
-        for (int kq = 0; kq < SLICES; kq++)
-            wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
+        for (int kq = 0; kq < SLICES; kq++) {
+            if constexpr (TRANS)
+                wgmma_m64k16<T, NT, true>(d[0], swizzled_desc<128>(w + kq * 16 * 128, DW_K_STEP * 128, 1024), b_desc(kq));
+            else
+                wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
+        }
         wgmma_commit();
         wgmma_wait<1>();
         previous_done();
     } else {
         const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4;
         auto at = [&](int kq, int row, int col) {
-            col += w_col(kq) / 4;
-            return *(const float2*)(w_box(kq) + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4);
+            if constexpr (TRANS) {  // rows k, k + 1 of W at column `row`: box row / 32, 16-byte chunk row % 32 / 4
+                auto elem = [&](int k) {
+                    return *(const float*)(w + row / BOX_ROWS * DW_K_STEP * 128 + k * 128 +
+                                           ((row % BOX_ROWS / 4 ^ k % 8) << 4) + row % 4 * 4);
+                };
+                return make_float2(elem(kq * 16 + col), elem(kq * 16 + col + 1));
+            } else {
+                col += w_col(kq) / 4;
+                return *(const float2*)(w_box(kq) + row * 128 + ((col / 4 ^ row % 8) << 4) + col % 4 * 4);
+            }
         };
         float2 v[SLICES][4];
 #pragma unroll
@@ -489,9 +506,12 @@ __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256
 // columns of its W rows in WB boxes of 128 bytes. W and E stream through rings of their own:
 // W's from DRAM wants many steps in flight, E's from L2 few, and f32 W's slot is free as soon as
 // the consumers hold its fragments in registers.
-template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
     using namespace hopper;
-    constexpr int BOX_COLS = 128 / sizeof(T), WB = DW_K_STEP / BOX_COLS, W_BYTES = WB * DW_ROWS * 128;
+    constexpr int BOX_COLS = 128 / sizeof(T);  // elements of a 128-byte box row
+    // W boxes a step and their bytes: N DW_ROWS rows by BOX_COLS inputs, T DW_K_STEP rows by BOX_COLS outputs
+    constexpr int WB = TRANS ? DW_ROWS / BOX_COLS : DW_K_STEP / BOX_COLS, W_BOX = (TRANS ? DW_K_STEP : DW_ROWS) * 128;
+    constexpr int W_BYTES = WB * W_BOX;
     constexpr int E_BYTES = NT / DW_BOX * DW_K_STEP * 128;
     constexpr int E_STAGES = DW_E_RING / E_BYTES < 2 ? 2 : DW_E_RING / E_BYTES > 6 ? 6 : DW_E_RING / E_BYTES;
     constexpr int W_STAGES = (DW_RING_BYTES - E_STAGES * E_BYTES) / W_BYTES;
@@ -535,8 +555,9 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
                 if (loads_w) {
                     barrier_expect(&full[s], W_BYTES);
                     for (int b = 0; b < WB; b++) {
-                        const int col = (int)(kk * DW_K_STEP + b * BOX_COLS);
-                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], col, row0, w_policy);
+                        const int step0 = (int)(kk * DW_K_STEP);
+                        const int col = TRANS ? row0 + b * BOX_COLS : step0 + b * BOX_COLS, row = TRANS ? step0 : row0;
+                        tma_load_2d(w_ring + s * W_BYTES + b * W_BOX, w_map, &full[s], col, row, w_policy);
                     }
                 } else {
                     barrier_expect(&full[s], E_BYTES);
@@ -578,8 +599,10 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
             const int sw = t % W_STAGES, se = t % E_STAGES;
             barrier_wait(&w_full[sw], (t / W_STAGES) & 1);
             barrier_wait(&e_full[se], (t / E_STAGES) & 1);
-            dense_stage<T, NT>(
-                d, w_ring + sw * W_BYTES + g * 64 * 128, e_ring + se * E_BYTES,
+            // the warpgroup's 64 rows of the tile: N within each box, T its boxes
+            const int w_rows = TRANS ? g * (64 / BOX_COLS) * W_BOX : g * 64 * 128;
+            dense_stage<T, NT, TRANS>(
+                d, w_ring + sw * W_BYTES + w_rows, e_ring + se * E_BYTES,
                 [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); },
                 [&] { if (kk > k0) release(t - 1); });
         }
@@ -628,11 +651,11 @@ template <class T, int NT> __device__ void dense_wgmma(const TensorMap* w_map, c
 // Tiles by n (src/cuda/ops.rs, dense_wgmma_cols, mirrors this): DW_ROWS rows by 64, 128 or 256
 // columns; f32 W (two accumulator sets) at most 128 columns, wider products in several column
 // tiles.
-template <class T> __device__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+template <class T, bool TRANS> __device__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if (a.n <= 64) dense_wgmma<T, 64>(w_map, e_map, a);
-    else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128>(w_map, e_map, a);
-    else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256>(w_map, e_map, a);
+    if (a.n <= 64) dense_wgmma<T, 64, TRANS>(w_map, e_map, a);
+    else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, TRANS>(w_map, e_map, a);
+    else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256, TRANS>(w_map, e_map, a);
 #endif
 }
 
@@ -704,7 +727,9 @@ template <class T> __device__ void rows_t(const Args& a) {
 EVS_FOR_FLOATS(DENSE_ALL)
 // event_matrix opens the call: W streams in while it writes E (the W producer reads before the
 // wait only W, an input of the call)
-#define DENSE_WGMMA(T, TN) EVS_MAPS_KERNEL_AFTER_OPENER(dense_mm_wgmma_##TN, (DW_THREADS, 1), dense_wgmma_shapes<T>)
+#define DENSE_WGMMA(T, TN)                                                                                 \
+    EVS_MAPS_KERNEL_AFTER_OPENER(dense_mm_wgmma_##TN, (DW_THREADS, 1), (dense_wgmma_shapes<T, false>))  \
+    EVS_MAPS_KERNEL_AFTER_OPENER(dense_mm_wgmma_t_##TN, (DW_THREADS, 1), (dense_wgmma_shapes<T, true>))
 DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)
 #define EVENT_MATRIX(TE, TEN, In, InN) EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))
 EVS_FOR_INPUTS(EVENT_MATRIX, f16, f16) EVS_FOR_INPUTS(EVENT_MATRIX, bf16, bf16)

@@ -109,15 +109,16 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
 #define WG_OUTS_64 WG_OUTS_32, WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
 #define WG_OUTS_128 WG_OUTS_64, WG_D8(64), WG_D8(72), WG_D8(80), WG_D8(88), WG_D8(96), WG_D8(104), WG_D8(112), WG_D8(120)
 
-// d (64 x N f32, the warpgroup's fragment) += A (64 x 16, K-major) · B (16 x N, N-major), B from
-// shared memory and A from shared memory (SS: descriptor a) or from registers (RS: four 32-bit
-// registers a thread holding its 8 elements, rows lane / 4 (+ 8) of the warp's 16, columns
-// 2 (lane % 4) (+ 1, + 8, + 9) as in mma.sync's m16n8k16 A fragment). T is f16 or bf16. A, B and
-// P name the operands of A, B and the flag that sets scale-d (always 1: d accumulates).
-#define WGMMA_SS(N, TYPE, REGS, OUTS, A, B, P)                                                                  \
+// d (64 x N f32, the warpgroup's fragment) += A (64 x 16) · B (16 x N, N-major), B from shared
+// memory and A from shared memory (SS: descriptor a, K-major, or M-major where A_MN) or from
+// registers (RS: four 32-bit registers a thread holding its 8 elements, rows lane / 4 (+ 8) of
+// the warp's 16, columns 2 (lane % 4) (+ 1, + 8, + 9) as in mma.sync's m16n8k16 A fragment). T
+// is f16 or bf16. A, B and P name the operands of A, B and the flag that sets scale-d (always 1:
+// d accumulates); TA is A's transpose bit (1: M-major).
+#define WGMMA_SS(N, TYPE, REGS, OUTS, A, B, P, TA)                                                              \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                                 \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, " A ", " B        \
-                 ", p, 1, 1, 0, 1;\n}"                                                                           \
+                 ", p, 1, 1, " #TA ", 1;\n}"                                                                     \
                  : OUTS                                                                                         \
                  : "l"(a), "l"(b), "r"(1))
 #define WGMMA_RS(N, TYPE, REGS, OUTS, A, B, P)                                                                  \
@@ -126,16 +127,19 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
                  ", p, 1, 1, 1;\n}"                                                                              \
                  : OUTS                                                                                         \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+#define WGMMA_SS_SHAPES(TYPE, T, A_MN, TA)                                                                     \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 64, A_MN>(float* d, uint64_t a, uint64_t b) {    \
+        WGMMA_SS(64, TYPE, WG_REGS_32, WG_OUTS_32, "%32", "%33", "%34", TA);                                       \
+    }                                                                                                              \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 128, A_MN>(float* d, uint64_t a, uint64_t b) {   \
+        WGMMA_SS(128, TYPE, WG_REGS_64, WG_OUTS_64, "%64", "%65", "%66", TA);                                      \
+    }                                                                                                              \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, 256, A_MN>(float* d, uint64_t a, uint64_t b) {   \
+        WGMMA_SS(256, TYPE, WG_REGS_128, WG_OUTS_128, "%128", "%129", "%130", TA);                                 \
+    }
 #define WGMMA_SHAPES(TYPE, T)                                                                                  \
-    template <> __device__ __forceinline__ void wgmma_m64k16<T, 64>(float* d, uint64_t a, uint64_t b) {          \
-        WGMMA_SS(64, TYPE, WG_REGS_32, WG_OUTS_32, "%32", "%33", "%34");                                           \
-    }                                                                                                              \
-    template <> __device__ __forceinline__ void wgmma_m64k16<T, 128>(float* d, uint64_t a, uint64_t b) {         \
-        WGMMA_SS(128, TYPE, WG_REGS_64, WG_OUTS_64, "%64", "%65", "%66");                                          \
-    }                                                                                                              \
-    template <> __device__ __forceinline__ void wgmma_m64k16<T, 256>(float* d, uint64_t a, uint64_t b) {         \
-        WGMMA_SS(256, TYPE, WG_REGS_128, WG_OUTS_128, "%128", "%129", "%130");                                     \
-    }                                                                                                              \
+    WGMMA_SS_SHAPES(TYPE, T, false, 0)                                                                         \
+    WGMMA_SS_SHAPES(TYPE, T, true, 1)                                                                          \
     template <> __device__ __forceinline__ void wgmma_m64k16<T, 64>(float* d, const uint32_t(&a)[4], uint64_t b) {  \
         WGMMA_RS(64, TYPE, WG_REGS_32, WG_OUTS_32, "{%32, %33, %34, %35}", "%36", "%37");                          \
     }                                                                                                              \
@@ -145,7 +149,7 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
     template <> __device__ __forceinline__ void wgmma_m64k16<T, 256>(float* d, const uint32_t(&a)[4], uint64_t b) { \
         WGMMA_RS(256, TYPE, WG_REGS_128, WG_OUTS_128, "{%128, %129, %130, %131}", "%132", "%133");                 \
     }
-template <class T, int N> __device__ __forceinline__ void wgmma_m64k16(float* d, uint64_t a, uint64_t b);
+template <class T, int N, bool A_MN = false> __device__ __forceinline__ void wgmma_m64k16(float* d, uint64_t a, uint64_t b);
 template <class T, int N> __device__ __forceinline__ void wgmma_m64k16(float* d, const uint32_t (&a)[4], uint64_t b);
 WGMMA_SHAPES("f16", f16)
 WGMMA_SHAPES("bf16", bf16)

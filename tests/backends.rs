@@ -691,8 +691,8 @@ fn dense_products_match_cpu() {
     });
 }
 
-/// Calls of one dense mm N on events repeated on the GPU. Every GPU path is reproducible, so
-/// each call must give the first one's bits; a race shows as a call that differs (f32 W on the
+/// Calls of one dense mm N and T on events repeated on the GPU. Every GPU path is reproducible,
+/// so each call must give the first one's bits; a race shows as a call that differs (f32 W on the
 /// tensor cores once let a wgmma read A fragments that the next stage had rewritten: 15 of
 /// 3,000 calls wrong at 10000² x 100, bench/NOTES.md). Under compute-sanitizer (which sets
 /// NV_SANITIZER_INJECTION_PORT_BASE) a few calls: racecheck finds such hazards itself, and 500
@@ -704,18 +704,22 @@ fn dense_repeats(p: &mut Pair) {
     }
     let (m, k, n) = (2048, 8192, 100);
     let upload_dev = |p: &mut Pair, t, shape, values: &[f64]| upload(&p.dev.0, &p.dev.1, t, shape, values);
-    let wv = p.values(m * k, 5);
-    let sv = p.events(DType::Bool, k * n);
-    let (w, x) = (upload_dev(p, DType::F32, (2, m, k), &wv), upload_dev(p, DType::Bool, (2, k, n), &sv));
-    let c = upload_dev(p, DType::F32, (2, m, n), &vec![f64::NAN; m * n]);
-    let call = |p: &Pair| ops::dense_mm(&p.dev.1, Op::N, InputKind::Events, 1.0, &w, &x, 0.0, &c, false);
-    if !p.ran("dense repeats", call(p)) {
-        return;
-    }
-    let first = read(&p.dev.1, &c);
-    for repeat in 1..=repeats {
-        call(p).unwrap();
-        assert!(read(&p.dev.1, &c) == first, "dense mm N W {m}x{k} f32 S x{n}: call {repeat} differs from the first");
+    for op in [Op::N, Op::T] {
+        let w_shape = if op == Op::N { (2, m, k) } else { (2, k, m) };
+        let wv = p.values(m * k, 5);
+        let sv = p.events(DType::Bool, k * n);
+        let (w, x) = (upload_dev(p, DType::F32, w_shape, &wv), upload_dev(p, DType::Bool, (2, k, n), &sv));
+        let c = upload_dev(p, DType::F32, (2, m, n), &vec![f64::NAN; m * n]);
+        let call = |p: &Pair| ops::dense_mm(&p.dev.1, op, InputKind::Events, 1.0, &w, &x, 0.0, &c, false);
+        if !p.ran("dense repeats", call(p)) {
+            continue;
+        }
+        let first = read(&p.dev.1, &c);
+        for repeat in 1..=repeats {
+            call(p).unwrap();
+            let same = read(&p.dev.1, &c) == first;
+            assert!(same, "dense mm {op:?} W {m}x{k} f32 S x{n}: call {repeat} differs from the first");
+        }
     }
 }
 
@@ -806,42 +810,51 @@ impl Pair {
     }
 }
 
-/// Dense mm N on events with W the tensor-core path can address (16-byte rows, also padded):
-/// m not a multiple of the 128-row tile, k not of a K step, n from 2 to past 256 (two column
-/// tiles), shapes whose tiles several CTAs share, all-zero and all-active events; f32 results
-/// also within 1e-6 (norm-wise) of a float64 product.
+/// Dense mm N and T on events with W the tensor-core path can address (16-byte rows, also
+/// padded): m not a multiple of the 128-row tile, k not of a K step, n from 2 to past 256 (two
+/// column tiles; T from 17, past `active_rows`), shapes whose tiles several CTAs share, all-zero
+/// and all-active events; f32 results also within 1e-6 (norm-wise) of a float64 product.
 fn dense_tensor_core_cases(p: &mut Pair) {
-    let shapes = [(300, 1000, 100), (130, 72, 2), (64, 264, 64), (257, 40, 130), (200, 512, 300), (1, 8, 17)];
+    let shapes: [(usize, usize, usize); 6] =
+        [(300, 1000, 100), (130, 72, 20), (64, 264, 64), (257, 40, 130), (200, 512, 300), (1, 8, 17)];
     for t in [DType::F16, DType::BF16, DType::F32] {
-        for (case, &(m, k, n)) in shapes.iter().enumerate() {
-            let e = EVENTS[case % EVENTS.len()];
-            let ld = k + [0, 8, 24][case % 3];
-            let wv = p.values(m * k, 5);
-            let w = p.padded(t, (m, k, ld), &wv);
-            let sv = match case {
-                4 => vec![0.0; k * n],
-                5 => vec![1.0; k * n],
-                _ => p.events(e, k * n),
-            };
-            let x = p.both(e, (2, k, n), &sv);
-            let (alpha, beta) = scalars(p);
-            let c = p.output(t, (2, m, n), beta);
-            let c0 = read(&p.cpu.1, &c.cpu);
-            let what = format!("dense tensor cores N {} W {m}x{k} (ld {ld}) S {} x{n}", t.name(), e.name());
-            if p.dense_events(Op::N, &what, &w, &x, &c, (alpha, beta)) && t == DType::F32 {
-                let exact = dense_n_f64(&wv, &sv, (m, k, n), alpha, beta, &c0);
-                // f32 sums err relative to the terms' magnitudes, not to a result that
-                // cancellation made small (a 1 x 8 W once gave 1.6e-6 of the result's norm)
-                let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
-                let terms = dense_n_f64(&abs(&wv), &sv, (m, k, n), alpha.abs(), beta.abs(), &abs(&c0));
-                let got = read(&p.dev.1, &c.dev);
-                let err = got.iter().zip(&exact).map(|(g, x)| (g - x).powi(2)).sum::<f64>().sqrt();
-                let norm = terms.iter().map(|x| x * x).sum::<f64>().sqrt();
-                assert!(
-                    err <= 1e-6 * norm.max(1e-30),
-                    "{what}: error {} of the terms' norm against float64",
-                    err / norm
-                );
+        for op in [Op::N, Op::T] {
+            for (case, &(m, k, n)) in shapes.iter().enumerate() {
+                let n = if op == Op::N && case == 1 { 2 } else { n };
+                let e = EVENTS[case % EVENTS.len()];
+                // W m x k (N) or k x m (T), its rows padded
+                let (rows, cols) = if op == Op::N { (m, k) } else { (k, m) };
+                let ld = cols.next_multiple_of(8) + [0, 8, 24][case % 3];
+                let wv = p.values(m * k, 5);
+                let w = p.padded(t, (rows, cols, ld), &wv);
+                let sv = match case {
+                    4 => vec![0.0; k * n],
+                    5 => vec![1.0; k * n],
+                    _ => p.events(e, k * n),
+                };
+                let x = p.both(e, (2, k, n), &sv);
+                let (alpha, beta) = scalars(p);
+                let c = p.output(t, (2, m, n), beta);
+                let c0 = read(&p.cpu.1, &c.cpu);
+                let what =
+                    format!("dense tensor cores {op:?} {} W {rows}x{cols} (ld {ld}) S {} x{n}", t.name(), e.name());
+                if p.dense_events(op, &what, &w, &x, &c, (alpha, beta)) && t == DType::F32 {
+                    // W as m x k for the float64 product
+                    let wn = if op == Op::N { wv } else { (0..m * k).map(|e| wv[e % k * m + e / k]).collect() };
+                    let exact = dense_n_f64(&wn, &sv, (m, k, n), alpha, beta, &c0);
+                    // f32 sums err relative to the terms' magnitudes, not to a result that
+                    // cancellation made small (a 1 x 8 W once gave 1.6e-6 of the result's norm)
+                    let abs = |v: &[f64]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+                    let terms = dense_n_f64(&abs(&wn), &sv, (m, k, n), alpha.abs(), beta.abs(), &abs(&c0));
+                    let got = read(&p.dev.1, &c.dev);
+                    let err = got.iter().zip(&exact).map(|(g, x)| (g - x).powi(2)).sum::<f64>().sqrt();
+                    let norm = terms.iter().map(|x| x * x).sum::<f64>().sqrt();
+                    assert!(
+                        err <= 1e-6 * norm.max(1e-30),
+                        "{what}: error {} of the terms' norm against float64",
+                        err / norm
+                    );
+                }
             }
         }
     }

@@ -273,7 +273,7 @@ pub fn dense_mm(
     match s.ctx.backend {
         Backend::Cpu(_) => cpu::dense_mm(s, &cpu::DenseProduct { op, kind, alpha, w, s: x, beta, c }),
         Backend::Cuda(_) => {
-            let tensor_cores = op == Op::N && kind == InputKind::Events && cuda::dense_tma(s, w, c.cols);
+            let tensor_cores = kind == InputKind::Events && cuda::dense_tma(s, w, c.cols);
             let fits = |alg| match alg {
                 plan::DenseMm::MvRowWarp => op == Op::N && c.cols == 1,
                 plan::DenseMm::MvColumnBlocks => op == Op::T && c.cols == 1,

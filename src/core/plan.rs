@@ -184,8 +184,9 @@ algorithms! {
         /// whose warps share the listed (row, column) pairs, reading W only at their rows and
         /// summing in shared memory in a fixed order. Reproducible.
         ActiveRows = "active_rows" on Gpu,
-        /// N on events with n > 1 on Hopper's tensor cores (sm_90; f16, bf16, f32 W, TMA-aligned):
-        /// the events as exact 0/1 (a per-stream scratch), W streamed once through TMA by a
+        /// Events with n > 1 on Hopper's tensor cores (sm_90; f16, bf16, f32 W, TMA-aligned), N
+        /// and T (W's rows as the MMA's M-major operand): the events as exact 0/1 (a per-stream
+        /// scratch), W streamed once through TMA by a
         /// persistent grid sharing the work evenly (stream-K, partial tiles summed in a fixed
         /// order); f32 W split into three bf16 parts (f32 accuracy). Reproducible.
         Wgmma = "wgmma" on Gpu,
@@ -553,9 +554,9 @@ pub fn yw2y_fits(alg: Yw2y, op: Op, stats: &CsrStats) -> bool {
 /// (`active_rows`; ROWS_T_COLS in kernels/dense.cu).
 pub(crate) const DENSE_ROWS_T_COLS: usize = 16;
 
-/// Dense mv / mm on the GPU: one column runs the mv kernels; events with more columns run on
-/// the tensor cores where `tensor_cores` says they can (N), T with few columns lists the active
-/// rows of each column of S, others list their active pairs (bench/NOTES.md, "Dense mm on events");
+/// Dense mv / mm on the GPU: one column runs the mv kernels; T with few columns lists the active
+/// rows of each column of S; events with more columns run on the tensor cores where
+/// `tensor_cores` says they can, others list their active pairs (bench/NOTES.md, "Dense mm on events");
 /// float inputs run the tiles.
 pub fn choose_dense_mm(op: Op, n: usize, kind: InputKind, tensor_cores: bool) -> DenseMm {
     match (op, n) {
@@ -818,6 +819,7 @@ mod tests {
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Float, true), DenseMm::Tiled);
         assert_eq!(choose_dense_mm(Op::T, 7, InputKind::Events, false), DenseMm::ActiveRows);
         assert_eq!(choose_dense_mm(Op::T, 17, InputKind::Events, false), DenseMm::EventLists);
+        assert_eq!(choose_dense_mm(Op::T, 17, InputKind::Events, true), DenseMm::Wgmma);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, false), DenseMm::EventLists);
         assert_eq!(choose_dense_mm(Op::N, 7, InputKind::Events, true), DenseMm::Wgmma);
         assert_eq!(choose_csr_plasticity(true), CsrPlasticity::PostColumns);

@@ -70,6 +70,7 @@ families! {
     DENSE_MM_LISTS_N_NARROW = "dense_mm_lists_n_narrow",
     DENSE_MM_LISTS_T = "dense_mm_lists_t",
     DENSE_MM_WGMMA = "dense_mm_wgmma",
+    DENSE_MM_WGMMA_T = "dense_mm_wgmma_t",
     DENSE_MM_ROWS_T = "dense_mm_rows_t",
     EVENT_MATRIX = "event_matrix",
     LIST_EVENTS = "list_events",

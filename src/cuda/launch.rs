@@ -101,14 +101,16 @@ pub struct TensorMap(sys::CUtensorMap);
 impl TensorMap {
     /// A 2-D row-major tensor of `dtype` (f16, bf16 or f32) at `base`, `rows` x `cols` with rows
     /// `row_bytes` apart, read in boxes of `box_rows` x `box_cols` into shared memory with the
-    /// swizzle of the box's row width (128, 64 or 32 bytes). TMA needs `base` and `row_bytes` on 16
-    /// bytes and each extent below 2^32 (the caller checks; the driver's refusal is an error).
+    /// swizzle of the box's row width (128, 64 or 32 bytes), each miss in L2 widened to
+    /// `promotion` bytes (0: none, 64, 128 or 256). TMA needs `base` and `row_bytes` on 16 bytes and
+    /// each extent below 2^32 (the caller checks; the driver's refusal is an error).
     pub fn swizzled_2d(
         gpu: &Gpu,
         dtype: DType,
         base: u64,
         (rows, cols, row_bytes): (u64, u64, u64),
         (box_rows, box_cols): (u32, u32),
+        promotion: u32,
     ) -> Result<TensorMap> {
         use sys::CUtensorMapDataType::*;
         let element = match dtype {
@@ -122,6 +124,14 @@ impl TensorMap {
             64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
             32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
             bytes => return Err(Error::internal(format!("no swizzle for {bytes}-byte box rows"))),
+        };
+        use sys::CUtensorMapL2promotion::*;
+        let promotion = match promotion {
+            0 => CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            64 => CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+            128 => CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            256 => CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            bytes => return Err(Error::internal(format!("no L2 promotion of {bytes} bytes"))),
         };
         let (dims, strides, boxes, unit) = ([cols, rows], [row_bytes], [box_cols, box_rows], [1u32, 1]);
         // SAFETY: an all-zero CUtensorMap is a valid value to be overwritten by the encoder.
@@ -142,7 +152,7 @@ impl TensorMap {
                 unit.as_ptr(),
                 sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
                 swizzle,
-                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                promotion,
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
         })?;

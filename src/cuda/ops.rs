@@ -653,7 +653,7 @@ fn launch_dense(
             (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)), input)
         }
         DenseMm::EventLists => return event_lists(s, transposed, &args, input_dtype, w.dtype),
-        DenseMm::Wgmma => return dense_wgmma(s, &args, w, input_dtype),
+        DenseMm::Wgmma => return dense_wgmma(s, transposed, &args, w, input_dtype),
         // reads the lists of S's columns (`on_event_columns`), not S
         DenseMm::ActiveRows => (DENSE_MM_ROWS_T, Grid::new((m.div_ceil(32), 1), (32, 8)), None),
     };
@@ -710,7 +710,7 @@ fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_
     gpu.launch(stream, gpu.kernel(family, Some(w_dtype), None)?, grid, &Args { x: lists, out2: counts, ..*args })
 }
 
-/// Whether dense mm N on events can run on Hopper's tensor cores (`dense_wgmma`): an sm_90
+/// Whether dense mm on events can run on Hopper's tensor cores (`dense_wgmma`): an sm_90
 /// device, f16/bf16/f32 W that TMA can address (base and row stride on 16 bytes, extents within
 /// i32), more than one column and at least one input row.
 pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
@@ -744,12 +744,13 @@ fn dense_wgmma_cols(dtype: DType, n: u64) -> u64 {
     }
 }
 
-/// Dense mm N on events on Hopper's tensor cores, in two launches: the events as a 0/1 matrix E
+/// Dense mm on events on Hopper's tensor cores (N, or T reading W's rows M-major), in two
+/// launches: the events as a 0/1 matrix E
 /// in the MMA's type (bf16, or f16 for f16 W; k x ep, ep = n rounded up to DW_BOX) into the
 /// scratch with the tile counters zeroed, then the persistent stream-K product (a CTA per SM;
 /// the workspace holds two partial tiles per CTA). The first opens the second: the product
 /// launches while it runs and streams W in meanwhile, so nothing may be queued between them.
-fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result<()> {
+fn dense_wgmma(s: &Stream, transposed: bool, args: &Args, w: &Dense, input_dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
     let mma = if w.dtype == DType::F16 { DType::F16 } else { DType::BF16 };
@@ -777,11 +778,22 @@ fn dense_wgmma(s: &Stream, args: &Args, w: &Dense, input_dtype: DType) -> Result
     };
     let matrix = gpu.kernel(EVENT_MATRIX, Some(mma), Some(input_dtype))?;
     gpu.launch(stream, matrix, Grid::strided(gpu, (k * ep / 8).max(tiles)), &events)?;
-    let w_shape = (m, k, (w.ld * w.dtype.size()) as u64);
-    let w_map = TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (DW_ROWS as u32, box_cols as u32))?;
-    let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (DW_K_STEP as u32, DW_BOX as u32))?;
+    // N: boxes of DW_ROWS rows of W (m x k), T: of DW_K_STEP rows (W k x m); 128 bytes of each
+    let row_bytes = (w.ld * w.dtype.size()) as u64;
+    let (w_shape, box_rows, family) = if transposed {
+        ((k, m, row_bytes), DW_K_STEP, DENSE_MM_WGMMA_T)
+    } else {
+        ((m, k, row_bytes), DW_ROWS, DENSE_MM_WGMMA)
+    };
+    // L2 misses widened to 256 bytes help N, whose CTA reads the rest of the lines a step later;
+    // T's strips of 128 columns leave the widened bytes to another CTA's strip, read long after
+    // (10000² x 100 f32: 504 MB from DRAM, 190 µs; unwidened 162, bench/NOTES.md)
+    let promotion = if transposed { 0 } else { 256 };
+    let w_map =
+        TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (box_rows as u32, box_cols as u32), promotion)?;
+    let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (DW_K_STEP as u32, DW_BOX as u32), 256)?;
     let product = Args { weights: workspace, out2: counters, ..*args };
-    let function = gpu.kernel(DENSE_MM_WGMMA, Some(w.dtype), None)?;
+    let function = gpu.kernel(family, Some(w.dtype), None)?;
     let grid = Grid::new((blocks, 1), (DW_THREADS, 1));
     gpu.launch_with_maps(stream, function, grid, [&w_map, &e_map], &product, (DW_RING_BYTES + 1024) as u32)
 }
@@ -905,9 +917,9 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let box_m = if pairs { 64 } else { tile_m as u32 };
     let slice = (a.bk as u64).min(64);
     let values = ((a.nnzb * a.bm) as u64, a.bk as u64, a.bk as u64 * esize);
-    let a_map = TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (box_m, slice as u32))?;
+    let a_map = TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (box_m, slice as u32), 256)?;
     let b_shape = (b.rows as u64, b.cols as u64, b.ld as u64 * esize);
-    let b_map = TensorMap::swizzled_2d(gpu, b.dtype, b.buf.addr(), b_shape, (slice as u32, WG_BOX))?;
+    let b_map = TensorMap::swizzled_2d(gpu, b.dtype, b.buf.addr(), b_shape, (slice as u32, WG_BOX), 256)?;
     let strips = if pairs { (a.mb as u64).div_ceil(2) } else { a.mb as u64 };
     let tiles = strips * (c.cols as u64).div_ceil(WG_TILE_COLS);
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
