@@ -691,20 +691,27 @@ fn dense_products_match_cpu() {
     });
 }
 
+/// Whether the tests run under compute-sanitizer (which sets NV_SANITIZER_INJECTION_PORT_BASE),
+/// whose tools make each kernel far slower.
+fn under_sanitizer() -> bool {
+    std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
+}
+
 /// Calls of one dense mm N and T on events repeated on the GPU. Every GPU path is reproducible,
 /// so each call must give the first one's bits; a race shows as a call that differs (f32 W on the
 /// tensor cores once let a wgmma read A fragments that the next stage had rewritten: 15 of
-/// 3,000 calls wrong at 10000² x 100, bench/NOTES.md). Under compute-sanitizer (which sets
-/// NV_SANITIZER_INJECTION_PORT_BASE) a few calls: racecheck finds such hazards itself, and 500
-/// calls there outlast its time bound.
+/// 3,000 calls wrong at 10000² x 100, bench/NOTES.md). Under compute-sanitizer a few calls
+/// (racecheck finds such hazards itself, and 500 calls there outlast its time bound), T's only
+/// on the tensor cores, which are what T adds there (the step's time bound).
 fn dense_repeats(p: &mut Pair) {
-    let repeats = if std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some() { 2 } else { 500 };
+    let repeats = if under_sanitizer() { 2 } else { 500 };
     if !p.on_gpu() {
         return;
     }
     let (m, k, n) = (2048, 8192, 100);
     let upload_dev = |p: &mut Pair, t, shape, values: &[f64]| upload(&p.dev.0, &p.dev.1, t, shape, values);
-    for op in [Op::N, Op::T] {
+    let ops: &[Op] = if under_sanitizer() && p.forced != Some("dense_mm:wgmma") { &[Op::N] } else { &[Op::N, Op::T] };
+    for &op in ops {
         let w_shape = if op == Op::N { (2, m, k) } else { (2, k, m) };
         let wv = p.values(m * k, 5);
         let sv = p.events(DType::Bool, k * n);
@@ -813,8 +820,13 @@ impl Pair {
 /// Dense mm N and T on events with W the tensor-core path can address (16-byte rows, also
 /// padded): m not a multiple of the 128-row tile, k not of a K step, n from 2 to past 256 (two
 /// column tiles; T from 17, past `active_rows`), shapes whose tiles several CTAs share, all-zero
-/// and all-active events; f32 results also within 1e-6 (norm-wise) of a float64 product.
+/// and all-active events; f32 results also within 1e-6 (norm-wise) of a float64 product. Under
+/// compute-sanitizer only on the tensor cores: `dense_cases` gives the other paths their shapes,
+/// and these under every path outlast the racecheck step's time bound.
 fn dense_tensor_core_cases(p: &mut Pair) {
+    if under_sanitizer() && p.forced != Some("dense_mm:wgmma") {
+        return;
+    }
     let shapes: [(usize, usize, usize); 6] =
         [(300, 1000, 100), (130, 72, 20), (64, 264, 64), (257, 40, 130), (200, 512, 300), (1, 8, 17)];
     for t in [DType::F16, DType::BF16, DType::F32] {
