@@ -6,8 +6,12 @@
 // adds E's stages (TMA boxes of a k x 128 bf16 matrix, or built from S by three producer
 // warps); FRAGMENTS has the consumers load the f32 A fragments as the kernel does. Beside it, a
 // plain 16-byte-load sum of W (W.sum's pattern). TRANS walks W as dense_mm:wgmma's T does: units
-// of (strip of 32 x BOXES columns, step of ROWS rows), a CTA's share down its strips.
+// of (strip of 32 x BOXES columns, step of ROWS rows), a CTA's share down its strips. GATHER=1
+// streams only listed rows of W the same way (bench/NOTES.md, "Dense mm T on the rows the events
+// select"): a copy per listed row (`cp.async.bulk`, 512 bytes of the strip) from 64 producer
+// threads into rows padded to 528 bytes, against the 2-D boxes over every row.
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_dense_stream.cu -lcuda -o /tmp/ps && /tmp/ps
+//   (TRANS=1, PROMOTION=0|128|256, GATHER=1: see below)
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
 
@@ -123,6 +127,55 @@ __global__ void __launch_bounds__(384, 1)
     if (keep == 12345.f) *sink = keep;  // never: keeps the reads
 }
 
+// T's stream over the listed rows only: units of (strip of 128 f32 columns, step of 64 listed
+// rows), split over the CTAs as the kernel does; producer warps 0-1 copy a step's rows, one
+// row's strip a thread, into rows GATHER_ROW_BYTES + 16 apart (the padding a fragment read
+// needs for distinct banks).
+constexpr int GATHER_STEP = 64, GATHER_ROW_BYTES = 512, GATHER_PITCH = GATHER_ROW_BYTES + 16;
+__global__ void __launch_bounds__(384, 1)
+    gather_w(const float* w, int m, const int* rows, int listed, float* sink) {
+    constexpr int STAGE = GATHER_STEP * GATHER_PITCH, STAGES = RING / STAGE;
+    extern __shared__ uint8_t raw[];
+    uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 127) & ~(uintptr_t)127);
+    __shared__ uint64_t full[STAGES], empty[STAGES];
+    const int64_t steps = (listed + GATHER_STEP - 1) / GATHER_STEP, strips = (int64_t)m * 4 / GATHER_ROW_BYTES;
+    const int64_t units = strips * steps;
+    const int64_t begin = blockIdx.x * units / gridDim.x, end = (blockIdx.x + 1) * units / gridDim.x;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) barrier_init(&full[s], 1), barrier_init(&empty[s], 8);
+        barrier_init_fence();
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        if (threadIdx.x >= GATHER_STEP) return;
+        for (int64_t x = begin, t = 0; x < end; x++, t++) {
+            const int s = t % STAGES;
+            const int64_t strip = x / steps, first = x % steps * GATHER_STEP;
+            const int here = (int)min((int64_t)GATHER_STEP, listed - first);
+            if (t >= STAGES) barrier_wait(&empty[s], (t / STAGES - 1) & 1);
+            if (threadIdx.x == 0) barrier_expect(&full[s], here * GATHER_ROW_BYTES);
+            if (threadIdx.x < here) {
+                const float* src = w + (int64_t)rows[first + threadIdx.x] * m + strip * (GATHER_ROW_BYTES / 4);
+                asm volatile(
+                    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                        smem_addr(ring + s * STAGE + threadIdx.x * GATHER_PITCH)),
+                    "l"(src), "r"(GATHER_ROW_BYTES), "r"(smem_addr(&full[s]))
+                    : "memory");
+            }
+        }
+        return;
+    }
+    float keep = 0;
+    for (int64_t x = begin, t = 0; x < end; x++, t++) {
+        const int s = t % STAGES;
+        barrier_wait(&full[s], (t / STAGES) & 1);
+        keep += ((const float*)(ring + s * STAGE))[threadIdx.x];
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) barrier_arrive(&empty[s]);
+    }
+    if (keep == 12345.f) *sink = keep;  // never: keeps the reads
+}
+
 // Random-looking floats in [-1, 1) (a hash of the index): zeros would stream faster than real data.
 __global__ void fill(float* w, int64_t len) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < len; i += (int64_t)gridDim.x * blockDim.x) {
@@ -182,11 +235,45 @@ void run(const char* name, const Problem& p) {
     printf("  %-40s %7.1f us  %5.0f GB/s\n", name, t.graph_us, (double)p.m * p.k * 4 / t.graph_us / 1e3);
 }
 
+// GATHER=1: W 10000² f32 streamed down strips of 128 columns over every row by 2-D boxes, then
+// by row copies over every row, 63 % and 9.5 % of them (the rows that S 10000 x 100 selects at
+// 1 % and 0.1 %), picked at random and listed in order.
+void gather_rows(const Problem& p) {
+    const int m = p.m;
+    run<64, 4, NO_E, 96 * 1024, false, true>("2-D boxes 64 x 512 B, every row", p);
+    auto kernel = gather_w;
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, RING + 128));
+    srand(1);
+    for (double share : {1.0, 0.634, 0.095}) {
+        std::vector<int> rows;
+        for (int r = 0; r < m; r++)
+            if (share == 1.0 || rand() < share * RAND_MAX) rows.push_back(r);
+        int* listed = upload(rows);
+        const int count = (int)rows.size();
+        const Timing t = time_call(p.stream, [&] { kernel<<<sms, 384, RING + 128, p.stream>>>(p.w, m, listed, count, p.sink); });
+        CK(cudaGetLastError());
+        char name[64];
+        snprintf(name, sizeof name, "row copies, %d rows listed", count);
+        printf("  %-40s %7.1f us  %5.0f GB/s\n", name, t.graph_us, (double)count * m * 4 / t.graph_us / 1e3);
+        CK(cudaFree(listed));
+    }
+}
+
 int main() {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     Problem p;
     CK(cudaStreamCreate(&p.stream));
     CK(cudaMalloc(&p.sink, 4));
+    if (getenv("GATHER")) {  // T's strips over listed rows of W 10000² f32
+        p.m = p.k = 10000, p.n = 100;
+        float* w;
+        CK(cudaMalloc(&w, (size_t)p.m * p.m * 4));
+        fill<<<sms * 8, 256, 0, p.stream>>>(w, (int64_t)p.m * p.m);
+        p.w = w, p.s = nullptr, p.e = w;  // E unused (NO_E)
+        printf("W %d x %d f32, listed rows, graph us per call:\n", p.m, p.m);
+        gather_rows(p);
+        return 0;
+    }
     for (int m : {10000, 5000, 20000}) {
         p.m = p.k = m, p.n = 100;
         float* w;
