@@ -685,6 +685,7 @@ fn dense_products_match_cpu() {
     p.each_algorithm::<plan::DenseMm>(|p| {
         (0..2).for_each(|_| dense_cases(p));
         dense_tensor_core_cases(p);
+        dense_empty_w_cases(p);
         dense_few_columns_t_cases(p);
         dense_mv_t_window_cases(p);
         dense_repeats(p);
@@ -867,6 +868,30 @@ fn dense_tensor_core_cases(p: &mut Pair) {
                         err / norm
                     );
                 }
+            }
+        }
+    }
+}
+
+/// Dense mm on events with an empty W: no output rows, or no input rows (C = beta · C). The
+/// tensor cores' path declines both: a tensor map's extents must be non-zero, and it used to
+/// accept N with no output rows (and, from T's first version, T with no input rows).
+fn dense_empty_w_cases(p: &mut Pair) {
+    let n = 20;
+    for op in [Op::N, Op::T] {
+        for (m, k) in [(0, 40), (24, 0)] {
+            let w = p.both(DType::F32, if op == Op::N { (2, m, k) } else { (2, k, m) }, &[]);
+            let sv = p.events(DType::Bool, k * n);
+            let x = p.both(DType::Bool, (2, k, n), &sv);
+            let (alpha, beta) = scalars(p);
+            let c = p.output(DType::F32, (2, m, n), beta);
+            let what = format!("dense {op:?} on events, W empty: {m} outputs, {k} inputs, x{n}");
+            let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
+                ops::dense_mm(&side.1, op, InputKind::Events, alpha, w, x, beta, c, false)
+            };
+            if p.ran(&what, run(&p.dev, &w.dev, &x.dev, &c.dev)) {
+                run(&p.cpu, &w.cpu, &x.cpu, &c.cpu).unwrap();
+                p.compare(&what, &c);
             }
         }
     }

@@ -712,7 +712,7 @@ fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_
 
 /// Whether dense mm on events can run on Hopper's tensor cores (`dense_wgmma`): an sm_90
 /// device, f16/bf16/f32 W that TMA can address (base and row stride on 16 bytes, extents within
-/// i32), more than one column and at least one input row.
+/// i32 and not zero: a tensor map has no empty extent), more than one column.
 pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
     let Ok((gpu, _)) = parts(s) else { return false };
     gpu.compute_capability == 90
@@ -720,6 +720,7 @@ pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
         && w.buf.addr() % 16 == 0
         && (w.ld * w.dtype.size()) % 16 == 0
         && n > 1
+        && w.rows > 0
         && w.cols > 0
         && w.rows.max(w.cols) < i32::MAX as usize
 }
