@@ -874,8 +874,9 @@ fn dense_tensor_core_cases(p: &mut Pair) {
 }
 
 /// Dense mm on events with an empty W: no output rows, or no input rows (C = beta · C). The
-/// tensor cores' path declines both: a tensor map's extents must be non-zero, and it used to
-/// accept N with no output rows (and, from T's first version, T with no input rows).
+/// tensor cores' path declines both (it would encode a tensor map with an empty extent, which
+/// the driver's documentation does not promise to accept); it used to take N with no output
+/// rows and, from T's first version, T with no input rows.
 fn dense_empty_w_cases(p: &mut Pair) {
     let n = 20;
     for op in [Op::N, Op::T] {

@@ -712,7 +712,8 @@ fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_
 
 /// Whether dense mm on events can run on Hopper's tensor cores (`dense_wgmma`): an sm_90
 /// device, f16/bf16/f32 W that TMA can address (base and row stride on 16 bytes, extents within
-/// i32 and not zero: a tensor map has no empty extent), more than one column.
+/// i32 and not zero: an empty W has nothing for the tensor cores, and its map would have an empty
+/// extent), more than one column.
 pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
     let Ok((gpu, _)) = parts(s) else { return false };
     gpu.compute_capability == 90
