@@ -441,7 +441,7 @@ template <class T, int NT, bool TRANS, class F, class G>
 __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded,
                                             G previous_done) {
     using namespace hopper;
-    constexpr int SLICES = DW_K_STEP / 16, BOX_SLICES = 128 / sizeof(T) / 16, BOX_ROWS = 128 / sizeof(T);
+    constexpr int SLICES = DW_K_STEP / 16, BOX_COLS = 128 / sizeof(T), BOX_SLICES = BOX_COLS / 16;
     auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, DW_K_STEP * 128, 1024); };
     // N: slice kq's 128-byte rows, and its byte offset in them
     auto w_box = [&](int kq) { return w + kq / BOX_SLICES * DW_ROWS * 128; };
@@ -463,8 +463,8 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
         auto at = [&](int kq, int row, int col) {
             if constexpr (TRANS) {  // rows k, k + 1 of W at column `row`: box row / 32, 16-byte chunk row % 32 / 4
                 auto elem = [&](int k) {
-                    return *(const float*)(w + row / BOX_ROWS * DW_K_STEP * 128 + k * 128 +
-                                           ((row % BOX_ROWS / 4 ^ k % 8) << 4) + row % 4 * 4);
+                    return *(const float*)(w + row / BOX_COLS * DW_K_STEP * 128 + k * 128 +
+                                           ((row % BOX_COLS / 4 ^ k % 8) << 4) + row % 4 * 4);
                 };
                 return make_float2(elem(kq * 16 + col), elem(kq * 16 + col + 1));
             } else {

@@ -747,10 +747,9 @@ fn dense_wgmma_cols(dtype: DType, n: u64) -> u64 {
 }
 
 /// Dense mm on events on Hopper's tensor cores (N, or T reading W's rows M-major), in two
-/// launches: the events as a 0/1 matrix E
-/// in the MMA's type (bf16, or f16 for f16 W; k x ep, ep = n rounded up to DW_BOX) into the
-/// scratch with the tile counters zeroed, then the persistent stream-K product (a CTA per SM;
-/// the workspace holds two partial tiles per CTA). The first opens the second: the product
+/// launches: the events as a 0/1 matrix E in the MMA's type (bf16, or f16 for f16 W; k x ep, ep
+/// = n rounded up to DW_BOX) into the scratch with the tile counters zeroed, then the persistent
+/// stream-K product (a CTA per SM; the workspace holds two partial tiles per CTA). The first opens the second: the product
 /// launches while it runs and streams W in meanwhile, so nothing may be queued between them.
 fn dense_wgmma(s: &Stream, transposed: bool, args: &Args, w: &Dense, input_dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
