@@ -1,6 +1,6 @@
 //! Threads on one context (issue #13): 8 threads, each with its own stream or all on one, run
 //! 1,000 mixed calls (spmv and spmm N and T on floats, events and a spike list, compaction,
-//! yw2y, dense mm N on events, with arrays created and destroyed along the way) on matrices they
+//! yw2y, dense mm N and T on events, with arrays created and destroyed along the way) on matrices they
 //! share, and every result must equal the one the same call gave alone before the threads
 //! started. On EVS_TEST_DEVICE (cpu by default; cuda on the GPU check).
 
@@ -33,10 +33,10 @@ fn trace() -> bool {
     env_number("EVS_THREADS_TRACE") == Some(1)
 }
 
-const KINDS: usize = 7;
+const KINDS: usize = 8;
 
 /// The shared inputs: a matrix, a float vector, spikes as events and as a list, a dense W and
-/// a matrix of events for it.
+/// matrices of events for N and for T with it.
 struct Inputs {
     a: Csr,
     x: Dense,
@@ -45,6 +45,7 @@ struct Inputs {
     count: Dense,
     w: Dense,
     events: Dense,
+    events_t: Dense,
 }
 
 /// Dense mm N's W (DM x DK) and events (DK x DN): on Hopper 2 tiles of 128 steps over every SM,
@@ -53,6 +54,9 @@ struct Inputs {
 const DM: usize = 256;
 const DK: usize = 8192;
 const DN: usize = 8;
+/// Dense mm T's columns of events (DM x DN_T) with the same W (its DK columns the outputs): past
+/// `active_rows`' 16, so on Hopper the tensor cores, whose 64 tiles of 4 steps two CTAs share.
+const DN_T: usize = 20;
 
 const M: usize = 500;
 const K: usize = 400;
@@ -73,6 +77,7 @@ fn inputs(ctx: &Arc<Context>, s: &Stream) -> Inputs {
     let listed: Vec<f64> = (0..M).filter(|i| i % 23 == 0).map(|i| i as f64).collect();
     let weights_of_w: Vec<f64> = (0..DM * DK).map(|i| (i % 13) as f64 / 8.0 - 0.75).collect();
     let events: Vec<f64> = (0..DK * DN).map(|i| (i % 7 == 0) as u8 as f64).collect();
+    let events_t: Vec<f64> = (0..DM * DN_T).map(|i| (i % 5 == 0) as u8 as f64).collect();
     Inputs {
         x: upload(ctx, s, DType::F32, (1, K, 1), &(0..K).map(|i| (i % 5) as f64 - 2.0).collect::<Vec<_>>()),
         spikes: upload(ctx, s, DType::Bool, (1, M, 1), &fired),
@@ -80,6 +85,7 @@ fn inputs(ctx: &Arc<Context>, s: &Stream) -> Inputs {
         list: upload(ctx, s, DType::I32, (1, listed.len(), 1), &listed),
         w: upload(ctx, s, DType::F32, (2, DM, DK), &weights_of_w),
         events: upload(ctx, s, DType::Bool, (2, DK, DN), &events),
+        events_t: upload(ctx, s, DType::Bool, (2, DM, DN_T), &events_t),
         a,
     }
 }
@@ -122,6 +128,11 @@ fn call(ctx: &Arc<Context>, s: &Stream, d: &Inputs, kind: usize) -> Vec<f64> {
         6 => {
             let c = out(2, DM, DN);
             ops::dense_mm(s, Op::N, InputKind::Events, 1.0, &d.w, &d.events, 0.0, &c, false).unwrap();
+            c
+        }
+        7 => {
+            let c = out(2, DK, DN_T);
+            ops::dense_mm(s, Op::T, InputKind::Events, 1.0, &d.w, &d.events_t, 0.0, &c, false).unwrap();
             c
         }
         _ => {
