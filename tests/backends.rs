@@ -698,6 +698,12 @@ fn under_sanitizer() -> bool {
     std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
 }
 
+/// Whether the tensor cores' own dense cases are skipped: under compute-sanitizer with another
+/// dense path forced (the racecheck step's time bound; `dense_cases` covers the other paths).
+fn sanitizer_spares_tensor_core_cases(p: &Pair) -> bool {
+    under_sanitizer() && p.forced != Some("dense_mm:wgmma")
+}
+
 /// Calls of one dense mm N and T on events repeated on the GPU. Every GPU path is reproducible,
 /// so each call must give the first one's bits; a race shows as a call that differs (f32 W on the
 /// tensor cores once let a wgmma read A fragments that the next stage had rewritten: 15 of
@@ -711,7 +717,7 @@ fn dense_repeats(p: &mut Pair) {
     }
     let (m, k, n) = (2048, 8192, 100);
     let upload_dev = |p: &mut Pair, t, shape, values: &[f64]| upload(&p.dev.0, &p.dev.1, t, shape, values);
-    let ops: &[Op] = if under_sanitizer() && p.forced != Some("dense_mm:wgmma") { &[Op::N] } else { &[Op::N, Op::T] };
+    let ops: &[Op] = if sanitizer_spares_tensor_core_cases(p) { &[Op::N] } else { &[Op::N, Op::T] };
     for &op in ops {
         let w_shape = if op == Op::N { (2, m, k) } else { (2, k, m) };
         let wv = p.values(m * k, 5);
@@ -746,7 +752,7 @@ fn dense_few_columns_t_cases(p: &mut Pair) {
             let (alpha, beta) = scalars(p);
             let c = p.output(t, (2, m, n), beta);
             let what = format!("dense T {} W {k}x{m} (ld {ld}) S {} x{n} (ld {x_ld})", t.name(), e.name());
-            p.dense_events(Op::T, &what, &w, &x.view, &c, (alpha, beta));
+            p.dense_events(Op::T, &what, &w.view, &x.view, &c, (alpha, beta));
         }
     }
 }
@@ -766,7 +772,7 @@ fn dense_mv_t_window_cases(p: &mut Pair) {
         let (alpha, beta) = scalars(p);
         let c = p.output(t, (2, m, 1), beta);
         let what = format!("dense mv T {} W {k}x{m} (ld {ld}) S {} (ld {x_ld}, offset {offset})", t.name(), e.name());
-        p.dense_events(Op::T, &what, &w, &x.view, &c, (alpha, beta));
+        p.dense_events(Op::T, &what, &w.view, &x.view, &c, (alpha, beta));
     }
 }
 
@@ -777,16 +783,16 @@ struct Padded {
 }
 
 impl Pair {
-    /// dense mm `op` on events on both sides (W a padded view), the device's result compared
+    /// dense mm `op` on events on both sides (W often a padded view), the device's result compared
     /// with the CPU's; whether the device ran it.
-    fn dense_events(&mut self, op: Op, what: &str, w: &Padded, x: &Both, c: &Both, (alpha, beta): (f64, f64)) -> bool {
+    fn dense_events(&mut self, op: Op, what: &str, w: &Both, x: &Both, c: &Both, (alpha, beta): (f64, f64)) -> bool {
         let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
             ops::dense_mm(&side.1, op, InputKind::Events, alpha, w, x, beta, c, false)
         };
-        if !self.ran(what, run(&self.dev, &w.view.dev, &x.dev, &c.dev)) {
+        if !self.ran(what, run(&self.dev, &w.dev, &x.dev, &c.dev)) {
             return false;
         }
-        run(&self.cpu, &w.view.cpu, &x.cpu, &c.cpu).unwrap();
+        run(&self.cpu, &w.cpu, &x.cpu, &c.cpu).unwrap();
         self.compare(what, c);
         true
     }
@@ -825,7 +831,7 @@ impl Pair {
 /// compute-sanitizer only on the tensor cores: `dense_cases` gives the other paths their shapes,
 /// and these under every path outlast the racecheck step's time bound.
 fn dense_tensor_core_cases(p: &mut Pair) {
-    if under_sanitizer() && p.forced != Some("dense_mm:wgmma") {
+    if sanitizer_spares_tensor_core_cases(p) {
         return;
     }
     let shapes: [(usize, usize, usize); 6] =
@@ -851,7 +857,7 @@ fn dense_tensor_core_cases(p: &mut Pair) {
                 let c0 = read(&p.cpu.1, &c.cpu);
                 let what =
                     format!("dense tensor cores {op:?} {} W {rows}x{cols} (ld {ld}) S {} x{n}", t.name(), e.name());
-                if p.dense_events(op, &what, &w, &x, &c, (alpha, beta)) && t == DType::F32 {
+                if p.dense_events(op, &what, &w.view, &x, &c, (alpha, beta)) && t == DType::F32 {
                     // W as m x k for the float64 product
                     let wn = if op == Op::N { wv } else { (0..m * k).map(|e| wv[e % k * m + e / k]).collect() };
                     let exact = dense_n_f64(&wn, &sv, (m, k, n), alpha, beta, &c0);
@@ -887,13 +893,7 @@ fn dense_empty_w_cases(p: &mut Pair) {
             let (alpha, beta) = scalars(p);
             let c = p.output(DType::F32, (2, m, n), beta);
             let what = format!("dense {op:?} on events, W empty: {m} outputs, {k} inputs, x{n}");
-            let run = |side: &(Arc<Context>, Stream), w: &Dense, x: &Dense, c: &Dense| {
-                ops::dense_mm(&side.1, op, InputKind::Events, alpha, w, x, beta, c, false)
-            };
-            if p.ran(&what, run(&p.dev, &w.dev, &x.dev, &c.dev)) {
-                run(&p.cpu, &w.cpu, &x.cpu, &c.cpu).unwrap();
-                p.compare(&what, &c);
-            }
+            p.dense_events(op, &what, &w, &x, &c, (alpha, beta));
         }
     }
 }
