@@ -263,8 +263,9 @@ static void test_plans(void) {
         const char *spec;
         int runs;
     } forced[] = {{"spmm_n:thread_per_row", GPU}, {"spmm_n:warp_per_row", GPU}, {"spmm_n:length_classes", GPU},
-                  {"spmm_n:row_ranges", CPU},     {"spmm_n:reference", CPU},   {"spmm_t:scatter", GPU | CPU},
-                  {"spmm_t:csc_gather", GPU | CPU}, {"spmm_t:reference", CPU}};
+                  {"spmm_n:row_ranges", CPU},     {"spmm_n:input_blocks", CPU}, {"spmm_n:reference", CPU},
+                  {"spmm_t:scatter", GPU | CPU},  {"spmm_t:csc_gather", GPU | CPU}, {"spmm_t:input_blocks", CPU},
+                  {"spmm_t:reference", CPU}};
     CHECK(evs_last_plan() != NULL, "last plan never NULL");
     for (size_t f = 0; f < sizeof forced / sizeof *forced; f++) {
         OK(evs_context_set_algorithm(ctx, forced[f].spec));

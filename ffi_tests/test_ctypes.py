@@ -363,9 +363,9 @@ def test_plans():
     x, y = dense(F32, [1.0, 2.0, 3.0], 3), dense(F32, [9.0, 9.0], 2)
     kind = C.c_int32()
     ok(LIB.evs_context_device(ctx, C.byref(kind), None), "context_device")
-    runs_here = (b"row_ranges", b"reference") if kind.value == DEVICE_CPU else (b"thread_per_row", b"warp_per_row",
-                                                                          b"length_classes")
-    for alg in (b"thread_per_row", b"warp_per_row", b"length_classes", b"row_ranges", b"reference"):
+    runs_here = (b"row_ranges", b"input_blocks", b"reference") if kind.value == DEVICE_CPU else (
+        b"thread_per_row", b"warp_per_row", b"length_classes")
+    for alg in (b"thread_per_row", b"warp_per_row", b"length_classes", b"row_ranges", b"input_blocks", b"reference"):
         ok(LIB.evs_context_set_algorithm(ctx, b"spmm_n:" + alg), "force " + alg.decode())
         if alg not in runs_here:
             fails(NOT_SUPPORTED, LIB.evs_spmv(stream, OP_N, FLOAT, 1.0, a, x, 0.0, y), "forced elsewhere")

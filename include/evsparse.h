@@ -335,8 +335,8 @@ evs_status evs_context_device(const struct evs_context *ctx,
  * plainly written loops every other path is tested against. `evs_last_plan` tells what ran.
  *
  * Families and algorithms:
- * - `spmm_n` (spmv/spmm, `EVS_OP_N`): GPU `thread_per_row`, `warp_per_row`, `length_classes`, `event_bits` (spmm on events), `nonzero_lists` (spmm on floats); both `csc_scatter` (CPU: inputs whose live rows are few, spike lists; GPU: spike lists, f32/f64); CPU `row_ranges`, `reference`
- * - `spmm_t` (spmv/spmm, `EVS_OP_T`): both `scatter` (GPU: f32/f64 event vectors), `csc_gather`; GPU `row_warp_scatter` (spmv and spike lists, f32/f64), `output_slices` (spmv on events and spike lists, rows sorted by column), `event_bits` (spmm on events), `nonzero_lists` (spmm on floats); CPU `reference`
+ * - `spmm_n` (spmv/spmm, `EVS_OP_N`): GPU `thread_per_row`, `warp_per_row`, `length_classes`, `event_bits` (spmm on events), `nonzero_lists` (spmm on floats); both `csc_scatter` (CPU: inputs whose live rows are few, spike lists; GPU: spike lists, f32/f64); CPU `row_ranges`, `input_blocks` (B larger than L2, 128 or more columns, rows sorted), `reference`
+ * - `spmm_t` (spmv/spmm, `EVS_OP_T`): both `scatter` (GPU: f32/f64 event vectors), `csc_gather`; GPU `row_warp_scatter` (spmv and spike lists, f32/f64), `output_slices` (spmv on events and spike lists, rows sorted by column), `event_bits` (spmm on events), `nonzero_lists` (spmm on floats); CPU `input_blocks` (B larger than L2, 128 or more columns), `reference`
  * - `yw2y`: GPU `row_warp` (N), `entry_thread`, `y_windows` (T); CPU `reference`
  * - `dense_mm` (dense mv/mm): GPU `mv_row_warp` (N, one column), `mv_column_blocks` (T, one column), `tiled`, `event_lists` (events, several columns), `wgmma` (events, several columns: N, T past `active_rows`; sm_90 tensor cores), `active_rows` (T on events, 2 to 16 columns); CPU `input_nonzeros`, `gemm` (f32/f64), `reference`
  * - `csr_plasticity`: GPU `pre_rows` (pre), `post_columns` (post); CPU `reference`

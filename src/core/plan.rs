@@ -107,6 +107,11 @@ algorithms! {
         /// for small calls); each row adds rows of B in panels of columns, with the machine's
         /// SIMD width.
         RowRanges = "row_ranges" on Cpu,
+        /// `row_ranges` with B's rows in blocks of half the core's L2, each range's rows
+        /// walking their entries one block at a time with their sums kept between blocks (B
+        /// larger than L2: its rows, met at random, come from L2 rather than L3). Rows sorted
+        /// by column give the same sums as `row_ranges`, bit for bit.
+        InputBlocks = "input_blocks" on Cpu,
         /// Events with n > 1: B's events packed to bits (a per-stream scratch), then a warp per
         /// row and 128 columns adding each entry's weight where its bits are set; no atomics.
         EventBits = "event_bits" on Gpu,
@@ -138,6 +143,9 @@ algorithms! {
         /// Output rows gather along the cached CSC mirror, without atomics: a warp per output
         /// column (GPU), or threads over output rows with the machine's SIMD width (CPU).
         CscGather = "csc_gather" on Both,
+        /// `csc_gather` through L2-sized blocks of B, as `spmm_n:input_blocks` (CPU; the same
+        /// sums as `csc_gather`, bit for bit).
+        InputBlocks = "input_blocks" on Cpu,
         /// Events with n > 1: `event_bits` of spmm N along the CSC mirror.
         EventBits = "event_bits" on Gpu,
         /// Floats with n > 1: `nonzero_lists` of spmm N along the CSC mirror (`csc_gather`
@@ -459,11 +467,20 @@ pub struct CpuTable {
     /// Dense products visit only the input's nonzeros when they are fewer than 1 /
     /// `dense_nonzero_share` of its elements.
     pub dense_nonzero_share: usize,
+    /// The fewest input columns for which a gather walks B in L2-sized blocks: a full panel.
+    /// Narrower rows take the partial panels' loop, which measured no faster through blocks
+    /// (B 10000 x 64, 40000 x 32) or slower (100000 x 16).
+    pub input_blocks_min_cols: usize,
 }
 
 /// Set from `make bench-cpu` (bench/NOTES.md, "CPU").
-pub const CPU: CpuTable =
-    CpuTable { inline_work_max: 1 << 15, scatter_share: 8, wide_csc_scatter_share: 16, dense_nonzero_share: 4 };
+pub const CPU: CpuTable = CpuTable {
+    inline_work_max: 1 << 15,
+    scatter_share: 8,
+    wide_csc_scatter_share: 16,
+    dense_nonzero_share: 4,
+    input_blocks_min_cols: 128,
+};
 
 /// The stored entries that live input must reach for a gather over all `nnz` to beat
 /// scattering them: 1 / `share` of them.
@@ -477,20 +494,33 @@ pub fn spmm_n_gather_from(nnz: usize, cols: usize) -> usize {
     gather_from(nnz, if cols > 1 { CPU.wide_csc_scatter_share } else { CPU.scatter_share })
 }
 
-/// spmv / spmm N on the CPU, from the stored entries the live input rows (A's columns) reach
-/// and the input's columns.
-pub fn choose_spmm_n_cpu(live_entries: usize, nnz: usize, cols: usize) -> SpmmN {
+/// Whether a CPU gather walks its input in L2-sized blocks: the input (B) larger than the
+/// core's L2, at least `CPU.input_blocks_min_cols` columns, and the lines it gathers along
+/// sorted (else a line's entries within a block are not together and the walk meets them in
+/// later blocks).
+pub fn input_blocks_pay(rows: usize, cols: usize, acc_bytes: usize, l2_bytes: usize, sorted_lines: bool) -> bool {
+    sorted_lines && cols >= CPU.input_blocks_min_cols && rows.saturating_mul(cols * acc_bytes) > l2_bytes
+}
+
+/// spmv / spmm N on the CPU, from the stored entries the live input rows (A's columns) reach,
+/// the input's columns and whether blocks of it pay (`input_blocks_pay`).
+pub fn choose_spmm_n_cpu(live_entries: usize, nnz: usize, cols: usize, blocks_pay: bool) -> SpmmN {
     if live_entries < spmm_n_gather_from(nnz, cols) {
         SpmmN::CscScatter
+    } else if blocks_pay {
+        SpmmN::InputBlocks
     } else {
         SpmmN::RowRanges
     }
 }
 
-/// spmv / spmm T on the CPU, from the stored entries the live input rows reach.
-pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize) -> SpmmT {
+/// spmv / spmm T on the CPU, from the stored entries the live input rows reach and whether
+/// blocks of the input pay (`input_blocks_pay`).
+pub fn choose_spmm_t_cpu(live_entries: usize, nnz: usize, blocks_pay: bool) -> SpmmT {
     if live_entries < gather_from(nnz, CPU.scatter_share) {
         SpmmT::Scatter
+    } else if blocks_pay {
+        SpmmT::InputBlocks
     } else {
         SpmmT::CscGather
     }
@@ -839,13 +869,20 @@ mod tests {
         assert_eq!(choose_bsrmm(&call(DType::F16, 16, 16, true)), Bsrmm::Wmma);
         assert_eq!(choose_bsrmm(&call(DType::F16, 64, 64, false)), Bsrmm::Simt);
         assert_eq!(choose_bsrmm(&call(DType::F32, 64, 64, true)), Bsrmm::Simt);
-        assert_eq!(choose_spmm_t_cpu(20 * 80, 4000 * 80), SpmmT::Scatter);
-        assert_eq!(choose_spmm_n_cpu(20 * 80, 4000 * 80, 1), SpmmN::CscScatter);
-        assert_eq!(choose_spmm_n_cpu(4000 * 80, 4000 * 80, 1), SpmmN::RowRanges);
+        assert_eq!(choose_spmm_t_cpu(20 * 80, 4000 * 80, false), SpmmT::Scatter);
+        assert_eq!(choose_spmm_n_cpu(20 * 80, 4000 * 80, 1, false), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n_cpu(4000 * 80, 4000 * 80, 1, false), SpmmN::RowRanges);
         // B 10000 x 128 (2M entries): 1 % of its rows live scatters, 10 % gathers
-        assert_eq!(choose_spmm_n_cpu(100 * 200, 10000 * 200, 128), SpmmN::CscScatter);
-        assert_eq!(choose_spmm_n_cpu(1000 * 200, 10000 * 200, 128), SpmmN::RowRanges);
-        assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80), SpmmT::CscGather);
+        assert_eq!(choose_spmm_n_cpu(100 * 200, 10000 * 200, 128, true), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n_cpu(1000 * 200, 10000 * 200, 128, false), SpmmN::RowRanges);
+        assert_eq!(choose_spmm_n_cpu(1000 * 200, 10000 * 200, 128, true), SpmmN::InputBlocks);
+        assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80, false), SpmmT::CscGather);
+        assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80, true), SpmmT::InputBlocks);
+        // B 10000 x 128 f32 (5 MB) in a 2 MB L2 pays; in 8 MB, rows unsorted or 64 columns not
+        assert!(input_blocks_pay(10000, 128, 4, 2 << 20, true));
+        assert!(!input_blocks_pay(10000, 128, 4, 8 << 20, true));
+        assert!(!input_blocks_pay(10000, 128, 4, 2 << 20, false));
+        assert!(!input_blocks_pay(40000, 64, 4, 2 << 20, true));
         assert_eq!(choose_dense_mm_cpu(2000, 2000 * 100, DType::F32), DenseMm::InputNonzeros);
         assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::F32), DenseMm::Gemm);
         assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::BF16), DenseMm::Reference);

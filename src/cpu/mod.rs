@@ -29,6 +29,33 @@ use std::cell::RefCell;
 /// Smallest number of rows a worker thread takes, so small problems stay on one thread.
 const MIN_ROWS_PER_TASK: usize = 64;
 
+/// The L2 cache of one core, in bytes, read once from Linux's sysfs (1 MiB where it cannot
+/// be read): the size of the blocks `spmm_n:input_blocks` and `spmm_t:input_blocks` walk.
+pub(crate) fn l2_bytes() -> usize {
+    static L2: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *L2.get_or_init(|| read_l2_bytes().unwrap_or(1 << 20))
+}
+
+fn read_l2_bytes() -> Option<usize> {
+    let caches = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    caches.flatten().find_map(|entry| {
+        let field = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok();
+        if field("level")?.trim() != "2" || field("type")?.trim() == "Instruction" {
+            return None;
+        }
+        let size = field("size")?;
+        let size = size.trim();
+        let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit()).unwrap_or(size.len()));
+        let scale = match unit {
+            "" => 1,
+            "K" => 1 << 10,
+            "M" => 1 << 20,
+            _ => return None,
+        };
+        digits.parse::<usize>().ok().map(|v| v * scale).filter(|&b| b > 0)
+    })
+}
+
 /// The logical elements of `x`, row-major and packed, mapped through `f`.
 fn packed<T: Copy, U>(x: &Dense, f: impl Fn(T) -> U) -> Vec<U> {
     let mut out = Vec::with_capacity(x.numel());

@@ -207,7 +207,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
     let args = product_args(p);
     let vector = n == 1;
     match alg {
-        SpmmN::RowRanges | SpmmN::Reference => Err(cpu_only(alg)),
+        SpmmN::RowRanges | SpmmN::InputBlocks | SpmmN::Reference => Err(cpu_only(alg)),
         SpmmN::CscScatter => csc_events(s, p, args),
         SpmmN::ThreadPerRow => {
             let grid = Grid::new(((a.m as u64).div_ceil(THREADS as u64), 1), (THREADS, 1));
@@ -256,7 +256,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
     let args = product_args(p);
     let vector = n == 1;
     match alg {
-        SpmmT::Reference => Err(cpu_only(alg)),
+        SpmmT::InputBlocks | SpmmT::Reference => Err(cpu_only(alg)),
         SpmmT::RowWarpScatter => {
             scale_output(s, &args, (a.k, 1), a.dtype)?;
             gpu.launch(stream, gpu.kernel(SPMV_ROW_WARP_SCATTER, t, input)?, line_blocks(gpu, a.m), &args)
