@@ -273,7 +273,7 @@ where
                     |i: usize, j: usize, v| blend.store(&mut unsafe { out.part(i * c.ld + j, i * c.ld + j + 1) }[0], v);
                 // a W without columns spans no memory at all
                 let w_row = |i: usize| ws.get(i * w.ld..).map_or(&[][..], |row| &row[..w.cols]);
-                T::Acc::with_column(|sums| {
+                T::Acc::with_task_buffer(|sums| {
                     let mut i = rows.start;
                     while i + ROWS_AT_ONCE <= rows.end {
                         n_rows::<T, ROWS_AT_ONCE>(nz, w_row, i, sums, store);
@@ -291,7 +291,7 @@ where
         }
         Op::T => {
             let task = |j: usize| {
-                T::Acc::with_column(|acc| {
+                T::Acc::with_task_buffer(|acc| {
                     acc.clear();
                     acc.resize(m, T::Acc::ZERO);
                     add_rows::<T>(acc, nz, j, ws, w.ld);

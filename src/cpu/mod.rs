@@ -136,11 +136,12 @@ struct Scratch<A> {
     batch_weights: Vec<A>,
 }
 
-/// Accumulator types with per-thread buffers: a call's `Scratch`, and a column for each task a
-/// call hands out (a second cell: a task may run on the calling thread).
+/// Accumulator types with per-thread buffers: a call's `Scratch`, and a buffer for each task a
+/// call hands out (a dense product's column, the sums of the spmm block walk; a second cell: a
+/// task may run on the calling thread).
 trait PerThread: Acc {
     fn with_scratch<R>(f: impl FnOnce(&mut Scratch<Self>) -> R) -> R;
-    fn with_column<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
+    fn with_task_buffer<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
 }
 
 macro_rules! per_thread {
@@ -150,9 +151,9 @@ macro_rules! per_thread {
                 thread_local! { static SCRATCH: RefCell<Scratch<$t>> = RefCell::default(); }
                 SCRATCH.with_borrow_mut(f)
             }
-            fn with_column<R>(f: impl FnOnce(&mut Vec<$t>) -> R) -> R {
-                thread_local! { static COLUMN: RefCell<Vec<$t>> = RefCell::default(); }
-                COLUMN.with_borrow_mut(f)
+            fn with_task_buffer<R>(f: impl FnOnce(&mut Vec<$t>) -> R) -> R {
+                thread_local! { static TASK_BUFFER: RefCell<Vec<$t>> = RefCell::default(); }
+                TASK_BUFFER.with_borrow_mut(f)
             }
         }
     )*};

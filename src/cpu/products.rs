@@ -536,7 +536,7 @@ where
         let rows_out = RowsOut { first: rows.start, n, blend, out: part, ld: y.ld };
         match blocks {
             None => gather_rows::<T, G>(g, rows, w, input, rows_out),
-            Some(blocks) => T::Acc::with_column(|sums| {
+            Some(blocks) => T::Acc::with_task_buffer(|sums| {
                 CURSORS.with_borrow_mut(|cursors| {
                     let walk = BlockWalk { blocks, inputs: p.x.rows, sums, cursors };
                     gather_blocks::<T, G>(g, rows, w, input, rows_out, walk)
