@@ -56,6 +56,18 @@ fn read_l2_bytes() -> Option<usize> {
     })
 }
 
+/// A xorshift generator for the unit tests: each call gives a number below its argument.
+#[cfg(test)]
+fn test_rng(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed;
+    move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    }
+}
+
 /// The logical elements of `x`, row-major and packed, mapped through `f`.
 fn packed<T: Copy, U>(x: &Dense, f: impl Fn(T) -> U) -> Vec<U> {
     let mut out = Vec::with_capacity(x.numel());

@@ -1054,13 +1054,7 @@ mod tests {
     /// they agree bit for bit, for blocks and runs of any size and any panel layout.
     #[test]
     fn gather_blocks_is_gather_rows_bit_for_bit() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = super::super::test_rng(0x2545_f491_4f6c_dd1du64);
         let (m, k) = (23, 17);
         let (indptr, indices) = pattern(m, k, &mut next);
         let view = CsrView { m, k, indptr: &indptr, indices: &indices };

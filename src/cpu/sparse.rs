@@ -390,13 +390,7 @@ mod tests {
 
     #[test]
     fn csc_mirror_is_the_stable_sort_by_column_for_any_number_of_parts() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut below = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut below = super::super::test_rng(0x9e37_79b9_7f4a_7c15u64);
         // (rows, columns, most entries a row): many short rows, few long ones, wide and narrow
         for (m, k, longest) in [(0, 3, 0), (5, 1, 4), (200, 7, 30), (64, 5000, 3), (300, 40, 200), (1, 9, 50)] {
             let mut indptr = vec![0i64];
