@@ -1,5 +1,7 @@
 // Dense-weight event products (SPEC §3.3): N C = W · e(S) with W m x k; T C = Wᵀ · e(S) with
 // W k x m. W is in aux (row stride ldaux), S in x, C in y; m, k as in the N form, n columns.
+#include <cooperative_groups.h>
+
 #include "common.cuh"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #include "hopper.cuh"
@@ -351,33 +353,43 @@ template <class T> __device__ void lists_t(const Args& a) {
 
 // ---------------------------------------------------------------- mm on events: tensor cores
 // N and T on Hopper (sm_90a). Events are exactly 0 or 1, so a tensor-core product with them is exact:
-// event_matrix writes e(S) as 0/1 in the MMA's type (E, k x ep, ep = n rounded up to DW_BOX,
-// zeros past n) into the stream's scratch, then dense_wgmma streams W once through TMA and
-// multiplies it by E on wgmma, accumulating in f32. f16/bf16 W feed the MMA from shared memory;
-// f32 W is split in registers into three bf16 parts (hi + mid + lo holds its 24 bits), each
-// multiplied by E: f32 accuracy, the FLOPs still far below W's bytes.
+// a first launch writes e(S) as 0/1 in the MMA's type (E, ep = n rounded up to DW_BOX columns,
+// zeros past n) into the stream's scratch, then dense_wgmma streams W through TMA and multiplies
+// it by E on wgmma, accumulating in f32. f32 W is split in registers into three bf16 parts (hi +
+// mid + lo holds its 24 bits), each multiplied by E: f32 accuracy, the FLOPs still far below W's
+// bytes.
 //
 // Tiles of C are 128 rows by NT = 64, 128 or 256 columns (dense_wgmma_shapes); a tile's K runs
-// in steps of DW_K_STEP inputs. N reads a step of W as 128-row boxes of 128 bytes of each row
-// (one box of f16/bf16, two of f32), K-major; T (W k x m, its columns the tile's rows) as boxes
-// of DW_K_STEP rows of W by 128 bytes, M-major (two of f16/bf16, four of f32). The (tile, step) units are
-// split evenly over a persistent grid (stream-K): CTA c takes units [c U / G, (c + 1) U / G), so
-// every SM streams the same bytes whatever the tile count. A tile that one CTA covers whole is
-// blended into C by it; a tile shared by several is summed in order of CTA by its first CTA,
-// for which it is the last segment of its share: the later CTAs store their partial sums (a
-// workspace slot per CTA and end of its share) and count them in (a counter per tile, zeroed by
-// event_matrix) without waiting, the first CTA waits for the count (bench/NOTES.md, "Dense mm N:
-// the shared tiles' partial sums"). Reproducible. A block of DW_THREADS: warpgroup 0 produces
-// (one thread loads each step's W box and E boxes into a ring of stages), warpgroups 1 and 2
-// consume (half of the tile's rows each).
+// in steps of DW_K_STEP inputs. N (event_matrix: E k x ep) reads every input: a step of W is
+// 128-row boxes of 128 bytes of each row (one box of f16/bf16, two of f32), K-major, fed to
+// wgmma from shared memory (f16/bf16) or registers (f32). T (W k x m, its columns the tile's
+// rows) reads only the rows of W that some event selects: listed_event_rows lists the rows of S
+// with any event and writes E's rows for them alone, and a step is 64 listed rows of W, each
+// copied on its own (the tile's 128 columns: bench/NOTES.md, "Dense mm T on listed rows"); A's
+// fragments come from registers. The (tile, step) units are split evenly over a persistent grid
+// (stream-K): CTA c takes units [c U / G, (c + 1) U / G), so every SM streams the same bytes
+// whatever the tile count. A tile that one CTA covers whole is blended into C by it; a tile
+// shared by several is summed in order of CTA by its first CTA, for which it is the last
+// segment of its share: the later CTAs store their partial sums (a workspace slot per CTA and
+// end of its share) and count them in (a counter per tile, zeroed by the first launch) without
+// waiting, the first CTA waits for the count (bench/NOTES.md, "Dense mm N: the shared tiles'
+// partial sums"). Reproducible. A block of DW_THREADS: warpgroup 0 produces (each step's W and
+// E into rings of stages), warpgroups 1 and 2 consume (half of the tile's rows each).
 // Arguments: C in y (ldy), m, k, n, alpha, beta; the workspace (f32) in weights, the tile
-// counters (int32) in out2; W and E through the tensor maps.
+// counters (int32) in out2; T's lists in live, their counts in spike_count (n_chunks of them);
+// W and E through the tensor maps; T's chunks that list a.nnz / DW_LISTED_CHUNK of their rows or
+// more are read whole.
 #define DW_ROWS 128                // rows of a tile of C
 #define DW_BOX 64                  // columns of E per TMA box: 128 bytes
 #define DW_K_STEP 64               // columns of W a step: one 128-byte TMA box of f16/bf16, two of f32
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
 #define DW_E_RING (96 * 1024)      // E's ring at most (2 to 6 stages); W's takes the rest
+#define DW_E_RING_T32 (48 * 1024)  // T with f32 W's: four stages of its padded rows fit beside it
 #define DW_THREADS 384
+// Registers a thread after setmaxnreg: 128 producers and 256 consumers share the 168 x 384 that
+// the launch bounds give (T's producers walk the lists and read ahead: 80 keep them from spilling)
+#define DW_PRODUCER_REGS (TRANS ? 80 : 56)
+#define DW_CONSUMER_REGS (TRANS ? 208 : 224)
 
 // E = e(S) as 0/1 of TE, k rows of a.ldy (= ep) columns, 8 columns (16 bytes) a thread; and
 // the product's a.lines tile counters (a.out2) zeroed.
@@ -395,16 +407,153 @@ template <class TE, class In> __device__ void event_matrix(const Args& a) {
     }
 }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// The first unit of CTA c's share of `units`, and the CTA whose share holds unit x.
-__device__ __forceinline__ int64_t share_start(int64_t c, int64_t units) { return c * units / gridDim.x; }
-__device__ __forceinline__ int64_t share_of(int64_t x, int64_t units) {
-    return ((x + 1) * gridDim.x + units - 1) / units - 1;
+// T lists the rows of S with any event, so that the product reads only the rows of W they
+// select. A chunk of DW_LISTED_CHUNK rows of S, from row c * DW_LISTED_CHUNK, lists from that
+// same row on its listed rows in order (a.live) and E's rows for them (a.y, a.ldy columns, zero
+// rows up to the next multiple of DW_K_STEP), and their count (a.spike_count[c]); the product
+// walks the chunks in order (ListedSteps). A chunk that lists a.nnz / DW_LISTED_CHUNK of its
+// rows or more lists all its rows instead (E's rows of those with no event zero) and stores its
+// count negative: the product reads it whole, as 2-D boxes (bench/NOTES.md, "Dense mm T on
+// listed rows": a copy a row moves fewer bytes a second than boxes). A cluster of
+// DW_LISTED_SLICES CTAs takes a chunk, a slice of its rows each (a row a thread), so that the
+// pass runs on many SMs: each CTA marks its rows with any event, counts them, reads the counts
+// of the slices before its own from their shared memory and lists its rows after theirs. Events
+// are read as the 16-byte words that hold the slice's rows (and the gaps between rows, whose
+// elements are skipped), all of a thread's words in flight at once, and again for E's rows
+// (from L1). Also zeroes the product's a.lines tile counters.
+#define DW_LISTED_CHUNK 1024
+#define DW_LISTED_SLICES 8                                   // CTAs of a chunk's cluster
+#define DW_LISTED_SLICE (DW_LISTED_CHUNK / DW_LISTED_SLICES)  // rows of a CTA, a thread each
+#define DW_LISTED_WORDS 8                                    // words a thread loads at once
+
+// Bit j: element j of a 16-byte word of events is active.
+template <class In> __device__ __forceinline__ unsigned active_bits(uint4 word) {
+    const uint32_t q[4] = {word.x, word.y, word.z, word.w};
+    unsigned on = 0;
+#pragma unroll
+    for (int j = 0; j < 16 / (int)sizeof(In); j++) {
+        bool live;
+        if constexpr (sizeof(In) == 1) live = (q[j / 4] >> (8 * (j % 4)) & 0xffu) != 0;
+        else if constexpr (sizeof(In) == 2) {
+            const unsigned short bits = (unsigned short)(q[j / 2] >> (16 * (j % 2)));
+            In v;
+            memcpy(&v, &bits, 2);
+            live = active(v);
+        } else if constexpr (sizeof(In) == 4) live = active(__uint_as_float(q[j]));
+        else live = active(__hiloint2double((int)q[2 * j + 1], (int)q[2 * j]));
+        on |= (unsigned)live << j;
+    }
+    return on;
 }
 
+// live[r] = 1 for each row r0 + r (r < here) of S with any event, by a block of THREADS.
+template <class In, int THREADS> __device__ void mark_live_rows(const Args& a, int64_t r0, int64_t here, unsigned char* live) {
+    constexpr int PER = 16 / sizeof(In);
+    const In* x = (const In*)a.x;
+    // the rows' elements [begin, end) from x, in words aligned on 16 bytes (`skew` elements
+    // past a word's start), the first and the last word read an element at a time
+    const int64_t skew = (uintptr_t)x % 16 / sizeof(In), begin = r0 * a.ldx, end = (r0 + here - 1) * a.ldx + a.n;
+    const int64_t w0 = (begin + skew) / PER, w1 = (end + skew + PER - 1) / PER;
+    // marks the rows of the word's active elements (bits of `on`), the gaps' skipped
+    auto mark = [&](int64_t w, unsigned on) {
+        const int64_t e0 = w * PER - skew, row0 = e0 / a.ldx, col0 = e0 - row0 * a.ldx;
+        for (; on; on &= on - 1) {
+            const int j = __ffs(on) - 1;
+            if (e0 + j < begin || e0 + j >= end) continue;
+            int64_t row = row0, col = col0 + j;
+            while (col >= a.ldx) col -= a.ldx, row++;
+            if (col < a.n) live[row - r0] = 1;
+        }
+    };
+    if (threadIdx.x < 2) {
+        const int64_t w = threadIdx.x ? w1 - 1 : w0, e = w * PER - skew;
+        unsigned on = 0;
+        for (int j = 0; j < PER; j++) on |= (unsigned)(e + j >= begin && e + j < end && active(x[e + j])) << j;
+        mark(w, on);
+    }
+    for (int64_t base = w0 + 1 + threadIdx.x; base < w1 - 1; base += (int64_t)DW_LISTED_WORDS * THREADS) {
+        uint4 v[DW_LISTED_WORDS];
+#pragma unroll
+        for (int u = 0; u < DW_LISTED_WORDS; u++) {
+            const int64_t w = base + u * THREADS;
+            v[u] = w < w1 - 1 ? *(const uint4*)(x + w * PER - skew) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < DW_LISTED_WORDS; u++)
+            if ((v[u].x | v[u].y | v[u].z | v[u].w) != 0) mark(base + u * THREADS, active_bits<In>(v[u]));
+    }
+}
+
+template <class TE, class In> __device__ void listed_event_rows(const Args& a) {
+#if __CUDA_ARCH__ >= 900
+    let_dependents_launch();  // the product's CTAs start meanwhile and wait for the lists
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    __shared__ unsigned char live[DW_LISTED_SLICE];
+    __shared__ int rows[DW_LISTED_SLICE];
+    __shared__ int listed;  // this slice's count, read by the cluster's other CTAs
+    const int rank = (int)cluster.block_rank();
+    const int64_t chunk = blockIdx.x / DW_LISTED_SLICES, c0 = chunk * DW_LISTED_CHUNK;
+    const int64_t r0 = c0 + rank * DW_LISTED_SLICE, here = min((int64_t)DW_LISTED_SLICE, a.k - r0);
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.lines; p += (int64_t)gridDim.x * blockDim.x)
+        ((int*)a.out2)[p] = 0;
+    live[threadIdx.x] = 0;
+    __syncthreads();
+    if (here > 0) mark_live_rows<In, DW_LISTED_SLICE>(a, r0, here, live);
+    __syncthreads();
+    int count;
+    const int at = block_exclusive_sum<DW_LISTED_SLICE>(live[threadIdx.x], &count);
+    if (threadIdx.x == 0) listed = count;
+    cluster.sync();  // the slices' counts, seen across the cluster
+    int before = 0, total = 0;
+    for (int r = 0; r < DW_LISTED_SLICES; r++) {
+        const int theirs = *cluster.map_shared_rank(&listed, r);
+        total += theirs, before += r < rank ? theirs : 0;
+    }
+    cluster.sync();  // read before any CTA exits
+    // a chunk that lists a.nnz / DW_LISTED_CHUNK of its rows or more is read whole: every row
+    // listed (zero rows of E for the rows with no event), its count negative
+    const int64_t chunk_rows = min((int64_t)DW_LISTED_CHUNK, a.k - c0);
+    const bool whole = total > 0 && (int64_t)total * DW_LISTED_CHUNK >= a.nnz * chunk_rows;
+    if (whole) {
+        count = (int)max((int64_t)0, here), before = rank * DW_LISTED_SLICE, total = (int)chunk_rows;
+        if (threadIdx.x < count) rows[threadIdx.x] = (int)(r0 + threadIdx.x), ((int*)a.live)[r0 + threadIdx.x] = (int)(r0 + threadIdx.x);
+    } else if (live[threadIdx.x]) {
+        rows[at] = (int)(r0 + threadIdx.x), ((int*)a.live)[c0 + before + at] = (int)(r0 + threadIdx.x);
+    }
+    if (rank == 0 && threadIdx.x == 0) ((int*)a.spike_count)[chunk] = whole ? -total : total;
+    __syncthreads();
+    // E's rows of this slice's listed rows, from the chunk's row `before` on, and (the last
+    // slice's CTA) the chunk's zero rows from `total` up to a multiple of DW_K_STEP; 8 columns
+    // (16 bytes) an item
+    const int pieces = (int)(a.ldy / 8), padded = (total + DW_K_STEP - 1) / DW_K_STEP * DW_K_STEP;
+    const int mine = count + (rank == DW_LISTED_SLICES - 1 ? padded - total : 0);
+    const In* x = (const In*)a.x;
+    for (int i = threadIdx.x; i < mine * pieces; i += DW_LISTED_SLICE) {
+        const int j = i / pieces;
+        const int64_t col = (int64_t)(i % pieces) * 8;
+        __align__(16) TE v[8];
+        const bool row = j < count && (!whole || live[j]);  // a whole chunk's rows with no event: zeros
+#pragma unroll
+        for (int q = 0; q < 8; q++) v[q] = TE(row && col + q < a.n && active(x[rows[j] * a.ldx + col + q]) ? 1.0f : 0.0f);
+        *(uint4*)((TE*)a.y + (c0 + (j < count ? before + j : total + j - count)) * a.ldy + col) = *(const uint4*)v;
+    }
+#endif
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Units split over `ctas` CTAs (the grid, or fewer where T's listed steps leave fewer units than
+// CTAs: every share then holds a unit at least, and CTAs past `ctas` have none): the first unit
+// of CTA c's share, and the CTA whose share holds unit x.
+struct Shares {
+    int64_t units, ctas;
+    __device__ Shares(int64_t units_) : units(units_), ctas(min((int64_t)gridDim.x, units_)) {}
+    __device__ int64_t start(int64_t c) const { return min(units, c * units / ctas); }
+    __device__ int64_t of(int64_t x) const { return ((x + 1) * ctas + units - 1) / units - 1; }
+};
+
 // Each run of consecutive steps of one tile in this CTA's share: f(tile, first step, end step).
-template <class F> __device__ __forceinline__ void each_segment(int64_t steps, int64_t units, F f) {
-    for (int64_t x = share_start(blockIdx.x, units), end = share_start(blockIdx.x + 1, units); x < end;) {
+template <class F> __device__ __forceinline__ void each_segment(int64_t steps, const Shares& shares, F f) {
+    for (int64_t x = shares.start(blockIdx.x), end = shares.start(blockIdx.x + 1); x < end;) {
         const int64_t tile = x / steps, k0 = x % steps, k1 = min(steps, k0 + end - x);
         f(tile, k0, k1);
         x += k1 - k0;
@@ -420,37 +569,45 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
     return *(const uint32_t*)&h;
 }
 
-// One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W boxes (`w`; boxes of
-// 128-byte swizzled rows, DW_ROWS rows each) times the stage's E boxes (`e`, DW_K_STEP rows of
-// DW_BOX columns each), into d[0] for half-precision W. f32 W: the thread's A fragments (rows r,
-// r + 8, columns c, c + 1, c + 8, c + 9 of each k16 slice; a row's 16-byte chunk j sits at chunk
-// j ^ (row % 8)) split into bf16 parts, the largest summed into d[0] and the two others into
+// T's W stage: a step's DW_K_STEP listed rows of W, each the tile's DW_ROWS columns (a bulk copy
+// a row), LISTED_PITCH bytes apart: 16 bytes of padding put the 8 rows an f32 fragment load or an
+// ldmatrix phase reads on distinct banks.
+template <class T> __host__ __device__ constexpr int listed_pitch() { return DW_ROWS * sizeof(T) + 16; }
+
+// One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W (`w`) times the
+// stage's E boxes (`e`, DW_K_STEP rows of DW_BOX columns each). N: `w` is boxes of 128-byte
+// swizzled rows (DW_ROWS rows each; a row's 16-byte chunk j sits at chunk j ^ (row % 8)); T: the
+// warpgroup's columns of the listed rows (listed_pitch), so a slice of A (64 outputs by 16
+// inputs) is 16 rows of W, or (`boxed`: a chunk read whole) the warpgroup's swizzled boxes of
+// DW_K_STEP rows by 128 bytes. f16/bf16 boxes (N, and T's where HALF_BOXED) feed A to wgmma
+// from shared memory (T's as an M-major operand), into d[0], a stage one group; f16/bf16 T's
+// padded rows are loaded by ldmatrix (transposed: A's pairs run along W's columns). f32 W: the thread's A fragments (rows r, r + 8, columns c, c + 1, c + 8, c + 9 of
+// each k16 slice) split into bf16 parts, the largest summed into d[0] and the two others into
 // d[1]. The tensor cores' sums truncate what falls below their accumulator's last bit: sums of
 // the 8-bit large parts alone stay exact, and the small parts' truncation is 2^-8 smaller (one
 // accumulator for all three: 2.7e-6 relative error against float64 at 10000² x 100, 1 %).
-// One wgmma group stays in flight: f16/bf16 commit a stage as one group, f32 each k16 slice,
-// so that the next slice's split overlaps this one's MMAs. A slice's part registers are written
-// again only by the same slice of the next stage, whose group is long complete (PTX forbids
-// writing the A registers of a pending wgmma; with a group a stage in flight, the next stage's
-// split once overwrote them: bench/NOTES.md). `loaded()` runs once f32 W's fragments are in
-// registers, `previous_done()` once the previous stage's wgmmas are complete. TRANS (T): `w` is
-// the warpgroup's M-major boxes (DW_K_STEP rows of W, 128 bytes of its columns each): f16/bf16
-// go to wgmma as an M-major operand, f32 fragments are read an element at a time (a pair's two
-// columns of A are two rows of W), from banks the swizzle keeps distinct.
-template <class T, int NT, bool TRANS, class F, class G>
-__device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, const uint8_t* e, F loaded,
-                                            G previous_done) {
+// A-from-registers commits each k16 slice as a group, one in flight, so that the next slice's
+// split overlaps this one's MMAs. A slice's registers are written again only by the same slice
+// of the next stage, whose group is long complete (PTX forbids writing the A registers of a
+// pending wgmma; with a group a stage in flight, the next stage's split once overwrote them:
+// bench/NOTES.md). `loaded()` runs once the stage's W is in registers (never for f16/bf16
+// boxes), `previous_done()` once the previous stage's wgmmas are complete.
+template <class T, int NT, bool TRANS, bool HALF_BOXED, class F, class G>
+__device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, bool boxed, const uint8_t* e,
+                                            F loaded, G previous_done) {
     using namespace hopper;
     constexpr int SLICES = DW_K_STEP / 16, BOX_COLS = 128 / sizeof(T), BOX_SLICES = BOX_COLS / 16;
+    constexpr int PITCH = listed_pitch<T>();
     auto b_desc = [&](int kq) { return swizzled_desc<128>(e + kq * 16 * 128, DW_K_STEP * 128, 1024); };
     // N: slice kq's 128-byte rows, and its byte offset in them
     auto w_box = [&](int kq) { return w + kq / BOX_SLICES * DW_ROWS * 128; };
     auto w_col = [&](int kq) { return kq % BOX_SLICES * 16 * (int)sizeof(T); };
-    if constexpr (sizeof(T) == 2) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+    if constexpr (sizeof(T) == 2 && (!TRANS || HALF_BOXED)) {
         wgmma_fence();
 #pragma unroll
         for (int kq = 0; kq < SLICES; kq++) {
-            if constexpr (TRANS)
+            if constexpr (TRANS)  // the box as an M-major operand
                 wgmma_m64k16<T, NT, true>(d[0], swizzled_desc<128>(w + kq * 16 * 128, DW_K_STEP * 128, 1024), b_desc(kq));
             else
                 wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
@@ -458,13 +615,30 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
         wgmma_commit();
         wgmma_wait<1>();
         previous_done();
+    } else if constexpr (sizeof(T) == 2) {
+        // lanes 8j to 8j + 7 give matrix j's rows: inputs kq * 16 + lane % 8 (+ 8 for j = 2, 3),
+        // outputs warp * 16 (+ 8 for j = 1, 3). The stage is one group, complete before the
+        // next stage's loads rewrite a (ptxas serializes every wgmma otherwise).
+        const uint8_t* row = w + (lane % 8 + lane / 16 * 8) * PITCH + (warp * 16 + lane / 8 % 2 * 8) * 2;
+        uint32_t a[SLICES][4];
+#pragma unroll
+        for (int kq = 0; kq < SLICES; kq++) ldmatrix_x4_trans(a[kq], row + kq * 16 * PITCH);
+        __syncwarp();  // the warp's loads are done before its lane 0 frees the slot
+        loaded();
+        wgmma_fence();
+#pragma unroll
+        for (int kq = 0; kq < SLICES; kq++) wgmma_m64k16<T, NT>(d[0], a[kq], b_desc(kq));
+        wgmma_commit();
+        wgmma_wait<0>();
+        previous_done();
     } else {
-        const int lane = threadIdx.x % 32, r = threadIdx.x / 32 % 4 * 16 + lane / 4;
+        const int r = warp * 16 + lane / 4;
         auto at = [&](int kq, int row, int col) {
-            if constexpr (TRANS) {  // rows k, k + 1 of W at column `row`: box row / 32, 16-byte chunk row % 32 / 4
+            if constexpr (TRANS) {  // rows k, k + 1 of W at column `row` (boxed: box row / 32, chunk row % 32 / 4)
                 auto elem = [&](int k) {
-                    return *(const float*)(w + row / BOX_COLS * DW_K_STEP * 128 + k * 128 +
-                                           ((row % BOX_COLS / 4 ^ k % 8) << 4) + row % 4 * 4);
+                    return *(const float*)(boxed ? w + row / BOX_COLS * DW_K_STEP * 128 + k * 128 +
+                                                       ((row % BOX_COLS / 4 ^ k % 8) << 4) + row % 4 * 4
+                                                 : w + k * PITCH + row * 4);
                 };
                 return make_float2(elem(kq * 16 + col), elem(kq * 16 + col + 1));
             } else {
@@ -502,94 +676,213 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
 // The consumers' named barrier (warpgroups 1 and 2).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
+// T's steps over the listed rows (listed_event_rows): chunk c of S's rows listed counts[c] rows
+// of W, ceil(counts[c] / DW_K_STEP) steps, and the steps run chunk after chunk. total and seek
+// are called by whole warps (shuffles), next by each thread; the walk keeps its chunk's count,
+// so that a step costs no load but where a chunk begins.
+struct ListedSteps {
+    const int* counts;  // negative: the chunk is read whole
+    int64_t chunks, chunk = 0;
+    int step = 0, count = 0;
+    bool whole = false;
+    __device__ explicit ListedSteps(const Args& a) : counts(a.spike_count), chunks(a.n_chunks) {}
+    static __device__ int steps_of(int count) { return (abs(count) + DW_K_STEP - 1) / DW_K_STEP; }
+    __device__ void enter(int stored) { count = abs(stored), whole = stored < 0; }
+    // All the steps; one where no row is listed (its W rows zero, its E rows past E's extent:
+    // zeros), so that C is still written.
+    __device__ int64_t total() const {
+        int64_t sum = 0;
+        for (int64_t c = lane_id(); c < chunks; c += 32) sum += steps_of(counts[c]);
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        return max(sum, (int64_t)1);
+    }
+    // Moves to step g.
+    __device__ void seek(int64_t g) {
+        const int lane = lane_id();
+        int64_t before = 0;  // steps of the chunks before `base`
+        for (int64_t base = 0; base < chunks; base += 32) {
+            const int mine = base + lane < chunks ? counts[base + lane] : 0;
+            const int upto = warp_inclusive_sum(steps_of(mine), lane);
+            const unsigned past = __ballot_sync(0xffffffffu, g < before + upto);
+            if (past) {
+                const int l = __ffs(past) - 1;
+                chunk = base + l, enter(__shfl_sync(0xffffffffu, mine, l));
+                step = (int)(g - before - (__shfl_sync(0xffffffffu, upto, l) - steps_of(count)));
+                return;
+            }
+            before += __shfl_sync(0xffffffffu, upto, 31);
+        }
+        chunk = chunks, step = 0, enter(0);
+    }
+    __device__ void next() {
+        if (chunk >= chunks || ++step * DW_K_STEP < count) return;
+        step = 0;
+        do enter(++chunk < chunks ? counts[chunk] : 0);
+        while (chunk < chunks && count == 0);
+    }
+    // The step's first listed row (and E's row), and how many rows it lists.
+    __device__ int64_t first() const { return chunk * DW_LISTED_CHUNK + step * DW_K_STEP; }
+    __device__ int rows() const { return max(0, min(DW_K_STEP, count - step * DW_K_STEP)); }
+};
+
+// A step of T's listed rows as a producer thread uses it: E's row (and W's, where the chunk is
+// read whole), how many rows, and the W producer thread's own listed row (-1: none).
+#define DW_LOOKAHEAD 4
+struct ListedStep {
+    int64_t first;
+    int rows, mine;
+    bool whole;  // rows first .. first + rows - 1 of a chunk read whole
+    __device__ ListedStep() {}
+    __device__ ListedStep(const Args& a, const ListedSteps& walk, bool loads_w)
+        : first(walk.first()), rows(walk.rows()),
+          mine(loads_w && !walk.whole && (int)threadIdx.x < rows ? a.live[first + threadIdx.x] : -1), whole(walk.whole) {}
+};
+
+// T's W producer, one step of listed rows: thread `me` of 64 copies its listed row (the tile's
+// columns from col0: a bulk copy of its 16-byte pieces, the last elements past them by hand)
+// into its padded row of stage `w`, or zeroes that row where the step lists fewer rows (E's rows
+// there are zero, but W's stale values could be infinite). Each of the 64 threads arrives on
+// `full` after its stores by hand (thread 0 with the step's bytes), which the arrival releases
+// to the consumers. (16-byte cp.async copies by the warps ran at half the rate: bench/NOTES.md,
+// "Dense mm T on listed rows".)
+template <class T>
+__device__ __forceinline__ void copy_listed_rows(const Args& a, const ListedStep& step, int64_t col0, uint8_t* w,
+                                                 uint64_t* full, uint64_t policy) {
+    const int me = threadIdx.x;
+    const int width = (int)min((int64_t)DW_ROWS, a.m - col0) * sizeof(T), bulk = width & ~15;
+    uint8_t* dst = w + me * listed_pitch<T>();
+    if (step.mine >= 0) {
+        const T* src = (const T*)a.aux + step.mine * a.ldaux + col0;
+        if (bulk > 0) hopper::bulk_load(dst, src, bulk, full, policy);
+        for (int j = bulk / sizeof(T); j < width / sizeof(T); j++) ((T*)dst)[j] = src[j];
+    } else {
+        for (int j = 0; j < DW_ROWS * (int)sizeof(T) / 16; j++) ((uint4*)dst)[j] = make_uint4(0, 0, 0, 0);
+    }
+    if (step.mine < 0 || bulk < width) hopper::fence_proxy_async();  // before a later copy into these bytes
+    if (me == 0) hopper::barrier_expect(full, step.rows * bulk);
+    else hopper::barrier_arrive(full);
+}
+
 // A tile is DW_ROWS rows (64 a consumer warpgroup) by NT columns; a step takes DW_K_STEP
-// columns of its W rows in WB boxes of 128 bytes. W and E stream through rings of their own:
-// W's from DRAM wants many steps in flight, E's from L2 few, and f32 W's slot is free as soon as
-// the consumers hold its fragments in registers.
+// inputs. W and E stream through rings of their own: W's from DRAM wants many steps in flight,
+// E's from L2 few, and W's slot is free as soon as the consumers hold its fragments in
+// registers (f32, and T). N reads a step of W in boxes of 128 bytes of DW_ROWS rows (a TMA
+// thread); T a step of listed rows (64 threads, copy_listed_rows), E's rows where they are listed.
 template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
     using namespace hopper;
     constexpr int BOX_COLS = 128 / sizeof(T);  // elements of a 128-byte box row
-    // W boxes a step and their bytes: N DW_ROWS rows by BOX_COLS inputs, T DW_K_STEP rows by BOX_COLS outputs
-    constexpr int WB = TRANS ? DW_ROWS / BOX_COLS : DW_K_STEP / BOX_COLS, W_BOX = (TRANS ? DW_K_STEP : DW_ROWS) * 128;
-    constexpr int W_BYTES = WB * W_BOX;
-    constexpr int E_BYTES = NT / DW_BOX * DW_K_STEP * 128;
-    constexpr int E_STAGES = DW_E_RING / E_BYTES < 2 ? 2 : DW_E_RING / E_BYTES > 6 ? 6 : DW_E_RING / E_BYTES;
+    constexpr int WB = DW_K_STEP / BOX_COLS;   // N: W boxes a step
+    constexpr int T_BOXES = DW_ROWS / BOX_COLS;  // T, a chunk read whole: boxes of DW_K_STEP rows a step
+    constexpr int W_BYTES = TRANS ? DW_K_STEP * listed_pitch<T>() : WB * DW_ROWS * 128;
+    constexpr int E_BYTES = NT / DW_BOX * DW_K_STEP * 128, E_RING = TRANS && sizeof(T) == 4 ? DW_E_RING_T32 : DW_E_RING;
+    constexpr int E_STAGES = E_RING / E_BYTES < 2 ? 2 : E_RING / E_BYTES > 6 ? 6 : E_RING / E_BYTES;
     constexpr int W_STAGES = (DW_RING_BYTES - E_STAGES * E_BYTES) / W_BYTES;
     constexpr int REGS = NT / 2;                    // accumulators a thread
     constexpr int SETS = sizeof(T) == 4 ? 2 : 1;    // accumulator sets (f32: large and small parts)
     constexpr int PART = REGS / 4 * 256;            // float4s of a partial tile
     static_assert(W_STAGES >= 2, "two W stages at least");
+    static_assert(W_BYTES % 1024 == 0, "E's swizzled boxes start on 1024 bytes");
     extern __shared__ uint8_t raw[];
     uint8_t* w_ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     uint8_t* e_ring = w_ring + W_STAGES * W_BYTES;
     __shared__ uint64_t w_full[W_STAGES], w_empty[W_STAGES], e_full[E_STAGES], e_empty[E_STAGES];
+    __shared__ int w_whole[W_STAGES];  // T: the stage holds boxes of a chunk read whole, not padded rows
     // (computed after setmaxnreg: values live across it would go through local memory)
     auto col_tiles = [&] { return (a.n + NT - 1) / NT; };
-    auto steps = [&] { return (a.k + DW_K_STEP - 1) / DW_K_STEP; };
-    auto units = [&] { return (a.m + DW_ROWS - 1) / DW_ROWS * col_tiles() * steps(); };
+    // T: after the wait for the lists, by whole warps
+    auto steps = [&] { return TRANS ? ListedSteps(a).total() : (a.k + DW_K_STEP - 1) / DW_K_STEP; };
+    auto shares = [&](int64_t steps) { return Shares((a.m + DW_ROWS - 1) / DW_ROWS * col_tiles() * steps); };
     if (threadIdx.x == 0) {
-        for (int s = 0; s < W_STAGES; s++) barrier_init(&w_full[s], 1), barrier_init(&w_empty[s], 8);
+        // T's W stage: an arrival from each of its 64 producer threads (copy_listed_rows)
+        for (int s = 0; s < W_STAGES; s++) barrier_init(&w_full[s], TRANS ? 64 : 1), barrier_init(&w_empty[s], 8);
         for (int s = 0; s < E_STAGES; s++) barrier_init(&e_full[s], 1), barrier_init(&e_empty[s], 8);
         barrier_init_fence();
     }
     __syncthreads();
 
-    // producers: lane 0 of warp 0 loads W, of warp 1 E; each ring's step count t runs on across
-    // segments
+    // producers: N, lane 0 of warp 0 loads W, of warp 1 E; T, warps 0 and 1 W, warp 2 E. Each
+    // ring's step count t runs on across segments.
     if (threadIdx.x < 128) {
-        registers_down<56>();
-        if (threadIdx.x % 32 != 0 || threadIdx.x >= 64) return;
-        const bool loads_w = threadIdx.x == 0;
-        if (!loads_w) wait_for_prior_grids();  // E: written by event_matrix
+        registers_down<DW_PRODUCER_REGS>();
+        const bool loads_w = TRANS ? threadIdx.x < 64 : threadIdx.x == 0;
+        if (TRANS ? threadIdx.x >= 96 : threadIdx.x % 32 != 0 || threadIdx.x >= 64) return;
+        if (TRANS || !loads_w) wait_for_prior_grids();  // the lists and E: written by the first launch
         const int stages = loads_w ? W_STAGES : E_STAGES;
         uint64_t *full = loads_w ? w_full : e_full, *empty = loads_w ? w_empty : e_empty;
-        const int64_t cols = col_tiles();
+        const int64_t cols = col_tiles(), all_steps = steps();
         // W is read once: its lines leave L2 first, so that E and the partial sums stay there
         const uint64_t w_policy = l2_evict_first();
+        ListedSteps walk(a);
         int64_t t = 0;
-        each_segment(steps(), units(), [&](int64_t tile, int64_t k0, int64_t k1) {
+        each_segment(all_steps, shares(all_steps), [&](int64_t tile, int64_t k0, int64_t k1) {
             const int row0 = (int)(tile / cols * DW_ROWS), col0 = (int)(tile % cols * NT);
+            if (TRANS) walk.seek(k0);
+            // T: the listed rows of the next DW_LOOKAHEAD steps are read ahead, their loads in
+            // flight while earlier steps wait and copy (a read from L2 under the stream's load
+            // takes about as long as a step's copies)
+            ListedStep ahead[DW_LOOKAHEAD];
+#pragma unroll
+            for (int i = 0; i < DW_LOOKAHEAD; i++)
+                if (TRANS && k0 + i < k1) {
+                    if (i > 0) walk.next();
+                    ahead[i] = ListedStep(a, walk, loads_w);
+                }
             for (int64_t kk = k0; kk < k1; kk++, t++) {
+                const ListedStep now = ahead[0];
+#pragma unroll
+                for (int i = 0; i + 1 < DW_LOOKAHEAD; i++) ahead[i] = ahead[i + 1];
+                if (TRANS && kk + DW_LOOKAHEAD < k1) walk.next(), ahead[DW_LOOKAHEAD - 1] = ListedStep(a, walk, loads_w);
                 const int s = t % stages;
                 if (t >= stages) barrier_wait(&empty[s], (t / stages - 1) & 1);
-                if (loads_w) {
+                const int e_row = TRANS ? (int)now.first : (int)(kk * DW_K_STEP);
+                if (TRANS && loads_w && now.whole) {  // a chunk read whole: boxes of its rows, swizzled
+                    if (threadIdx.x == 0) {
+                        w_whole[s] = 1;
+                        barrier_expect(&full[s], T_BOXES * DW_K_STEP * 128);
+                        for (int b = 0; b < T_BOXES; b++)
+                            tma_load_2d(w_ring + s * W_BYTES + b * DW_K_STEP * 128, w_map, &full[s], row0 + b * BOX_COLS, e_row, w_policy);
+                    } else {
+                        barrier_arrive(&full[s]);
+                    }
+                } else if (TRANS && loads_w) {
+                    if (threadIdx.x == 0) w_whole[s] = 0;
+                    copy_listed_rows<T>(a, now, row0, w_ring + s * W_BYTES, &full[s], w_policy);
+                } else if (loads_w) {
                     barrier_expect(&full[s], W_BYTES);
-                    for (int b = 0; b < WB; b++) {
-                        const int step0 = (int)(kk * DW_K_STEP);
-                        const int col = TRANS ? row0 + b * BOX_COLS : step0 + b * BOX_COLS, row = TRANS ? step0 : row0;
-                        tma_load_2d(w_ring + s * W_BYTES + b * W_BOX, w_map, &full[s], col, row, w_policy);
-                    }
-                } else {
+                    for (int b = 0; b < WB; b++)
+                        tma_load_2d(w_ring + s * W_BYTES + b * DW_ROWS * 128, w_map, &full[s], e_row + b * BOX_COLS, row0, w_policy);
+                } else if (threadIdx.x % 32 == 0) {
                     barrier_expect(&full[s], E_BYTES);
-                    for (int i = 0; i < NT / DW_BOX; i++) {
-                        const int row = (int)(kk * DW_K_STEP);
-                        tma_load_2d(e_ring + s * E_BYTES + i * DW_K_STEP * 128, e_map, &full[s], col0 + i * DW_BOX, row);
-                    }
+                    for (int i = 0; i < NT / DW_BOX; i++)
+                        tma_load_2d(e_ring + s * E_BYTES + i * DW_K_STEP * 128, e_map, &full[s], col0 + i * DW_BOX, e_row);
                 }
             }
         });
         return;
     }
 
-    registers_up<224>();
-    wait_for_prior_grids();  // E, the counters (event_matrix), the workspace and C
-    const int64_t cols = col_tiles(), all_steps = steps(), all_units = units();
+    registers_up<DW_CONSUMER_REGS>();
+    wait_for_prior_grids();  // E, the counters (and T's lists), the workspace and C
+    const int64_t cols = col_tiles(), all_steps = steps();
+    const Shares all = shares(all_steps);
     const int g = threadIdx.x / 128 - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, me = threadIdx.x - 128;
     const bool pairs = pairs_aligned<T>(a.y, a.ldy);
     float4* workspace = (float4*)a.weights;
     // workspace slot of CTA c's partial sums of `tile`: one for the first tile of its share, one
     // for the last (tiles between are whole)
     auto slot = [&](int64_t c, int64_t tile) {
-        return workspace + (2 * c + (tile == share_start(c, all_units) / all_steps ? 0 : 1)) * PART;
+        return workspace + (2 * c + (tile == all.start(c) / all_steps ? 0 : 1)) * PART;
     };
-    // frees step u's slots once its wgmmas are done (f32 W's slot is freed earlier, in registers)
-    auto release = [&](int64_t u) {
+    // frees step u's slots once its wgmmas are done (W's slot is freed earlier where it is read
+    // into registers)
+    auto release = [&](int64_t u, bool w_in_mma) {
         if (lane != 0) return;
-        if (sizeof(T) == 2) barrier_arrive(&w_empty[u % W_STAGES]);
+        if (w_in_mma) barrier_arrive(&w_empty[u % W_STAGES]);
         barrier_arrive(&e_empty[u % E_STAGES]);
     };
     int64_t t = 0;
-    each_segment(all_steps, all_units, [&](int64_t tile, int64_t k0, int64_t k1) {
+    bool previous_w_in_mma = false;  // the previous step's W slot is freed with its E slot
+    each_segment(all_steps, all, [&](int64_t tile, int64_t k0, int64_t k1) {
         float d[SETS][REGS];
 #pragma unroll
         for (int q = 0; q < SETS; q++)
@@ -599,15 +892,26 @@ template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorM
             const int sw = t % W_STAGES, se = t % E_STAGES;
             barrier_wait(&w_full[sw], (t / W_STAGES) & 1);
             barrier_wait(&e_full[se], (t / E_STAGES) & 1);
-            // the warpgroup's 64 rows of the tile: N within each box, T its boxes
-            const int w_rows = TRANS ? g * (64 / BOX_COLS) * W_BOX : g * 64 * 128;
-            dense_stage<T, NT, TRANS>(
-                d, w_ring + sw * W_BYTES + w_rows, e_ring + se * E_BYTES,
-                [&] { if (sizeof(T) == 4 && lane == 0) barrier_arrive(&w_empty[sw]); },
-                [&] { if (kk > k0) release(t - 1); });
+            // the warpgroup's 64 rows of the tile: N within each box, T its boxes or its columns
+            // of the padded rows
+            const bool boxed = TRANS && w_whole[sw];
+            const int w_rows = !TRANS ? g * 64 * 128 : boxed ? g * (64 / BOX_COLS) * DW_K_STEP * 128 : g * 64 * (int)sizeof(T);
+            // half-precision W from shared memory (N, T's boxes) holds its slot until its wgmmas
+            // are done; W read into registers frees it then
+            const bool w_in_mma = sizeof(T) == 2 && (!TRANS || boxed);
+            auto stage = [&](auto half_boxed) {
+                dense_stage<T, NT, TRANS, decltype(half_boxed)::value>(
+                    d, w_ring + sw * W_BYTES + w_rows, boxed, e_ring + se * E_BYTES,
+                    [&] { if (!w_in_mma && lane == 0) barrier_arrive(&w_empty[sw]); },
+                    [&] { if (kk > k0) release(t - 1, previous_w_in_mma); });
+            };
+            // f16/bf16: two instruction paths; f32: one, its addresses picked by `boxed`
+            if (w_in_mma && TRANS) stage(std::true_type{});
+            else stage(std::false_type{});
+            previous_w_in_mma = w_in_mma;
         }
         wgmma_wait<0>();
-        release(t - 1);
+        release(t - 1, previous_w_in_mma);
         if constexpr (sizeof(T) == 4) {
 #pragma unroll
             for (int i = 0; i < REGS; i++) d[0][i] += d[1][i];
@@ -617,8 +921,7 @@ template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorM
         // share, adds the others' partials to its own in CTA order (reproducible); the others
         // run their parts as the first segment of theirs, store them and count them in without
         // waiting. The first CTA waits only for CTAs after it, which never wait for it.
-        const int64_t first = share_of(tile * all_steps, all_units);
-        const int64_t last = share_of(tile * all_steps + all_steps - 1, all_units);
+        const int64_t first = all.of(tile * all_steps), last = all.of(tile * all_steps + all_steps - 1);
         int* stored = (int*)a.out2 + tile;  // partials stored (zeroed by event_matrix)
         if (first != last && blockIdx.x != first) {
             float4* mine = slot(blockIdx.x, tile) + me;
@@ -725,13 +1028,26 @@ template <class T> __device__ void rows_t(const Args& a) {
 #define DENSE_ALL(T, TN) DENSE_MV_N(T, TN, T, TN) DENSE_MV_N(T, TN, SpikeList, i32) EVS_FOR_SPIKE_INPUTS(DENSE_MV_T, T, TN) \
     EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) DENSE_ROWS_T(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
-// event_matrix opens the call: W streams in while it writes E (the W producer reads before the
-// wait only W, an input of the call)
+// The first launch opens the call: N streams W in while event_matrix writes E (the W producer
+// reads before the wait only W, an input of the call); T's producers wait for the lists.
 #define DENSE_WGMMA(T, TN)                                                                                 \
     EVS_MAPS_KERNEL_AFTER_OPENER(dense_mm_wgmma_##TN, (DW_THREADS, 1), (dense_wgmma_shapes<T, false>))  \
     EVS_MAPS_KERNEL_AFTER_OPENER(dense_mm_wgmma_t_##TN, (DW_THREADS, 1), (dense_wgmma_shapes<T, true>))
 DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)
-#define EVENT_MATRIX(TE, TEN, In, InN) EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))
+// listed_event_rows runs in clusters of DW_LISTED_SLICES CTAs (sm_90; the product that reads its
+// lists runs only there)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DW_LISTED_CLUSTER __cluster_dims__(DW_LISTED_SLICES, 1, 1)
+#else
+#define DW_LISTED_CLUSTER
+#endif
+#define EVENT_MATRIX(TE, TEN, In, InN)                                                                            \
+    EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))                                        \
+    extern "C" __global__ void DW_LISTED_CLUSTER __launch_bounds__(DW_LISTED_SLICE) listed_event_rows_##TEN##_##InN( \
+        Args a) {                                                                                                 \
+        wait_for_prior_grids();                                                                                   \
+        listed_event_rows<TE, In>(a);                                                                             \
+    }
 EVS_FOR_INPUTS(EVENT_MATRIX, f16, f16) EVS_FOR_INPUTS(EVENT_MATRIX, bf16, bf16)
 #define LIST_EVENTS(In, InN) EVS_KERNEL(list_events_##InN, (256), list_events<In>)
 LIST_EVENTS(u8, bool) LIST_EVENTS(f16, f16) LIST_EVENTS(bf16, bf16) LIST_EVENTS(float, f32) LIST_EVENTS(double, f64)

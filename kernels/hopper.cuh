@@ -52,6 +52,19 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uin
         : "memory");
 }
 
+// `bytes` (a multiple of 16) from global src to shared dst, both on 16 bytes, completing on `bar`:
+// a bulk copy, no tensor map (rows that are not consecutive, one copy each).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar, uint64_t policy) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+            smem_addr(dst)),
+        "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+        : "memory");
+}
+// Orders this thread's earlier shared-memory stores before the async proxy's later accesses
+// (a bulk copy that later writes the same bytes).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // An L2 policy for data read once: its lines go first, so that what is read again stays.
 __device__ __forceinline__ uint64_t l2_evict_first() {
     uint64_t policy;
@@ -71,6 +84,16 @@ __device__ __forceinline__ void wait_acquire(const int* counter, int value) {
     int seen;
     do asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
     while (seen < value);
+}
+
+// Four 8 x 8 matrices of 16-bit elements, transposed: lane l gives the address of row l % 8 of
+// matrix l / 8 (16 bytes), and receives in a[j] the pair (row 2 (l % 4), + 1; column l / 4) of
+// matrix j. With rows along K and 8 consecutive M elements each, that is the A fragment of a
+// k16 slice (mma.sync's m16n8k16 layout) from a K-rows, M-contiguous tile.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&a)[4], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                 : "r"(smem_addr(row)));
 }
 
 // ---------------------------------------------------------------- wgmma

@@ -827,15 +827,16 @@ impl Pair {
 /// Dense mm N and T on events with W the tensor-core path can address (16-byte rows, also
 /// padded): m not a multiple of the 128-row tile, k not of a K step, n from 2 to past 256 (two
 /// column tiles; T from 17, past `active_rows`), shapes whose tiles several CTAs share, all-zero
-/// and all-active events; f32 results also within 1e-6 (norm-wise) of a float64 product. Under
+/// and all-active events, S's rows in three of T's listing chunks (1,024 rows) with none active in
+/// the second; f32 results also within 1e-6 (norm-wise) of a float64 product. Under
 /// compute-sanitizer only on the tensor cores: `dense_cases` gives the other paths their shapes,
 /// and these under every path outlast the racecheck step's time bound.
 fn dense_tensor_core_cases(p: &mut Pair) {
     if sanitizer_spares_tensor_core_cases(p) {
         return;
     }
-    let shapes: [(usize, usize, usize); 6] =
-        [(300, 1000, 100), (130, 72, 20), (64, 264, 64), (257, 40, 130), (200, 512, 300), (1, 8, 17)];
+    let shapes: [(usize, usize, usize); 7] =
+        [(300, 1000, 100), (130, 72, 20), (64, 264, 64), (257, 40, 130), (200, 512, 300), (1, 8, 17), (150, 2500, 40)];
     for t in [DType::F16, DType::BF16, DType::F32] {
         for op in [Op::N, Op::T] {
             for (case, &(m, k, n)) in shapes.iter().enumerate() {
@@ -846,11 +847,14 @@ fn dense_tensor_core_cases(p: &mut Pair) {
                 let ld = cols.next_multiple_of(8) + [0, 8, 24][case % 3];
                 let wv = p.values(m * k, 5);
                 let w = p.padded(t, (rows, cols, ld), &wv);
-                let sv = match case {
+                let mut sv = match case {
                     4 => vec![0.0; k * n],
                     5 => vec![1.0; k * n],
                     _ => p.events(e, k * n),
                 };
+                if case == 6 {
+                    sv[1024 * n..2048 * n].fill(0.0);
+                }
                 let x = p.both(e, (2, k, n), &sv);
                 let (alpha, beta) = scalars(p);
                 let c = p.output(t, (2, m, n), beta);

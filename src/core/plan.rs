@@ -192,11 +192,12 @@ algorithms! {
         /// whose warps share the listed (row, column) pairs, reading W only at their rows and
         /// summing in shared memory in a fixed order. Reproducible.
         ActiveRows = "active_rows" on Gpu,
-        /// Events with n > 1 on Hopper's tensor cores (sm_90; f16, bf16, f32 W, TMA-aligned), N
-        /// and T (W's rows as the MMA's M-major operand): the events as exact 0/1 (a per-stream
-        /// scratch), W streamed once through TMA by a persistent grid sharing the work evenly
-        /// (stream-K, partial tiles summed in a fixed order); f32 W split into three bf16 parts
-        /// (f32 accuracy). Reproducible.
+        /// Events with n > 1 on Hopper's tensor cores (sm_90; f16, bf16, f32 W, TMA-aligned): the
+        /// events as exact 0/1 (a per-stream scratch); N streams W once through TMA, T only the
+        /// rows of W that the events select (listed on the device first; chunks that list most
+        /// of their rows read whole), by a persistent grid sharing the work evenly (stream-K,
+        /// partial tiles summed in a fixed order); f32 W split into three bf16 parts (f32
+        /// accuracy). Reproducible.
         Wgmma = "wgmma" on Gpu,
         /// Only the input's nonzeros (events) are visited: N gathers W's row at their rows, T
         /// adds W's rows into each output column, with the machine's SIMD width.

@@ -475,8 +475,21 @@ impl GpuStream {
                 ptr
             }
         };
+        if ptr != 0 && poison_scratch() {
+            // SAFETY: `bytes` of the block at ptr, on this stream, ordered before the launches
+            // that use them.
+            call("poisoning the stream scratch", || unsafe { sys::cuMemsetD8Async(ptr, 0xff, bytes, self.raw) })?;
+        }
         Ok(Scratch { ptr, _lease: held })
     }
+}
+
+/// Whether each lease of a stream's scratch is first filled with 0xff bytes (NaN in every float
+/// dtype), so that a kernel reading scratch bytes that its call never wrote shows in results:
+/// EVS_TEST_POISON_SCRATCH=1, set by the GPU check's suites (a memset per call: tests only).
+fn poison_scratch() -> bool {
+    static POISON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *POISON.get_or_init(|| std::env::var_os("EVS_TEST_POISON_SCRATCH").is_some_and(|v| v == "1"))
 }
 
 impl Drop for GpuStream {

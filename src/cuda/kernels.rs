@@ -73,6 +73,7 @@ families! {
     DENSE_MM_WGMMA_T = "dense_mm_wgmma_t",
     DENSE_MM_ROWS_T = "dense_mm_rows_t",
     EVENT_MATRIX = "event_matrix",
+    LISTED_EVENT_ROWS = "listed_event_rows",
     LIST_EVENTS = "list_events",
     CSR_PRE = "csr_pre",
     CSR_POST = "csr_post",

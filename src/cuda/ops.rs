@@ -713,7 +713,7 @@ fn event_lists(s: &Stream, transposed: bool, args: &Args, input_dtype: DType, w_
 /// Whether dense mm on events can run on Hopper's tensor cores (`dense_wgmma`): an sm_90
 /// device, f16/bf16/f32 W that TMA can address (base and row stride on 16 bytes, extents within
 /// i32 and not zero: an empty W has nothing for the tensor cores, and its map would have an empty
-/// extent), more than one column.
+/// extent; T's E map has up to a chunk more rows than W), more than one column.
 pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
     let Ok((gpu, _)) = parts(s) else { return false };
     gpu.compute_capability == 90
@@ -723,7 +723,7 @@ pub fn dense_tma(s: &Stream, w: &Dense, n: usize) -> bool {
         && n > 1
         && w.rows > 0
         && w.cols > 0
-        && w.rows.max(w.cols) < i32::MAX as usize
+        && w.rows.max(w.cols) < (i32::MAX as u64 - DW_LISTED_CHUNK) as usize
 }
 
 /// Shape of dense_wgmma (kernels/dense.cu, "mm on events: tensor cores"): threads, rows of a
@@ -746,26 +746,48 @@ fn dense_wgmma_cols(dtype: DType, n: u64) -> u64 {
     }
 }
 
-/// Dense mm on events on Hopper's tensor cores (N, or T reading W's rows M-major), in two
-/// launches: the events as a 0/1 matrix E in the MMA's type (bf16, or f16 for f16 W; k x ep, ep
-/// = n rounded up to DW_BOX) into the scratch with the tile counters zeroed, then the persistent
-/// stream-K product (a CTA per SM; the workspace holds two partial tiles per CTA). The first opens the second: the product
-/// launches while it runs and streams W in meanwhile, so nothing may be queued between them.
+/// Listed rows of every DW_LISTED_CHUNK from which dense mm T reads a chunk of W's rows whole (2-D boxes of every row)
+/// rather than a copy a listed row: a row's copy streams at about 2 TB/s for f32 rows of the
+/// tile (512 bytes) and 1.2 for f16/bf16 (256), boxes at 2.4 and 2.1 (H100, bench/NOTES.md,
+/// "Dense mm T on listed rows").
+fn whole_chunk_rows(w_dtype: DType) -> u64 {
+    let share = if w_dtype == DType::F32 { 0.75 } else { 0.55 };
+    (share * DW_LISTED_CHUNK as f64) as u64
+}
+
+/// Rows of S a cluster of listed_event_rows lists (DW_LISTED_CHUNK in kernels/dense.cu; the
+/// lists and E's rows of chunk c start at row c x this), its CTAs and their threads (a row each).
+const DW_LISTED_CHUNK: u64 = 1024;
+const DW_LISTED_SLICES: u64 = 8;
+const DW_LISTED_SLICE: u32 = 128;
+
+/// Dense mm on events on Hopper's tensor cores, in two launches. The first writes the events as
+/// a 0/1 matrix E in the MMA's type (bf16, or f16 for f16 W; ep = n rounded up to DW_BOX
+/// columns) into the scratch and zeroes the tile counters: N, E of every row of S
+/// (event_matrix); T, the rows of S with any event listed by chunks of DW_LISTED_CHUNK and E's
+/// rows for them alone (listed_event_rows). Then the persistent stream-K product (a CTA per SM;
+/// the workspace holds two partial tiles per CTA): N streams every row of W through TMA, T only
+/// the listed rows, one copy each. The first opens the second: the product launches while it
+/// runs (N streams W in meanwhile), so nothing may be queued between them.
 fn dense_wgmma(s: &Stream, transposed: bool, args: &Args, w: &Dense, input_dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (m, k, n) = (args.m as u64, args.k as u64, args.n as u64);
     let mma = if w.dtype == DType::F16 { DType::F16 } else { DType::BF16 };
     let ep = n.next_multiple_of(DW_BOX);
     let cols = dense_wgmma_cols(w.dtype, n);
-    let box_cols = 128 / w.dtype.size() as u64; // TMA boxes of 128 bytes of W's rows
     let tiles = m.div_ceil(DW_ROWS) * n.div_ceil(cols);
     let blocks = (tiles * k.div_ceil(DW_K_STEP)).min(gpu.multiprocessors as u64);
-    let e_bytes = (k * ep * 2).next_multiple_of(256);
+    // T: E's rows and the lists by chunk, each chunk's from its first row on
+    let chunks = k.div_ceil(DW_LISTED_CHUNK);
+    let e_rows = if transposed { chunks * DW_LISTED_CHUNK } else { k };
+    let e_bytes = (e_rows * ep * 2).next_multiple_of(256);
     let counters_bytes = (tiles * 4).next_multiple_of(256);
     let workspace_bytes = 2 * blocks * DW_ROWS * cols * 4;
-    let scratch = scratch(s, (e_bytes + counters_bytes + workspace_bytes) as usize)?; // held until both launches are queued
+    let lists_bytes = if transposed { (e_rows * 4 + chunks * 4).next_multiple_of(256) } else { 0 };
+    let scratch = scratch(s, (e_bytes + counters_bytes + workspace_bytes + lists_bytes) as usize)?; // held until both launches are queued
     let e = scratch.ptr;
     let (counters, workspace) = (e + e_bytes, e + e_bytes + counters_bytes);
+    let (live, counts) = (workspace + workspace_bytes, workspace + workspace_bytes + e_rows * 4);
     let events = Args {
         x: args.x,
         ldx: args.ldx,
@@ -775,25 +797,39 @@ fn dense_wgmma(s: &Stream, transposed: bool, args: &Args, w: &Dense, input_dtype
         lines: tiles as i64,
         k: k as i64,
         n: n as i64,
+        live,
+        spike_count: counts,
+        nnz: whole_chunk_rows(w.dtype) as i64,
         ..Args::default()
     };
-    let matrix = gpu.kernel(EVENT_MATRIX, Some(mma), Some(input_dtype))?;
-    gpu.launch(stream, matrix, Grid::strided(gpu, (k * ep / 8).max(tiles)), &events)?;
-    // N: boxes of DW_ROWS rows of W (m x k), T: of DW_K_STEP rows (W k x m); 128 bytes of each
-    let row_bytes = (w.ld * w.dtype.size()) as u64;
-    let (w_shape, box_rows, family) = if transposed {
-        ((k, m, row_bytes), DW_K_STEP, DENSE_MM_WGMMA_T)
+    let (first, first_grid) = if transposed {
+        (LISTED_EVENT_ROWS, Grid::new((chunks * DW_LISTED_SLICES, 1), (DW_LISTED_SLICE, 1)))
     } else {
-        ((m, k, row_bytes), DW_ROWS, DENSE_MM_WGMMA)
+        (EVENT_MATRIX, Grid::strided(gpu, (k * ep / 8).max(tiles)))
     };
-    // L2 misses widened to 256 bytes help N, whose CTA reads the rest of the lines a step later;
-    // T's strips of 128 columns leave the widened bytes to another CTA's strip, read long after
-    // (10000² x 100 f32: 504 MB from DRAM, 190 µs; unwidened 162, bench/NOTES.md)
-    let promotion = if transposed { 0 } else { 256 };
+    gpu.launch(stream, gpu.kernel(first, Some(mma), Some(input_dtype))?, first_grid, &events)?;
+    let e_map = TensorMap::swizzled_2d(gpu, mma, e, (e_rows, ep, ep * 2), (DW_K_STEP as u32, DW_BOX as u32), 256)?;
+    // N: boxes of DW_ROWS rows of W (m x k) by 128 bytes, L2 misses widened to 256 bytes (the
+    // CTA reads the rest of the lines a step later). T (W k x m; chunks read whole): boxes of
+    // DW_K_STEP rows, unwidened (the widened bytes are another CTA's strip, read long after:
+    // 10000² x 100 f32 504 MB from DRAM, 190 µs; unwidened 162, bench/NOTES.md)
+    let row_bytes = (w.ld * w.dtype.size()) as u64;
+    let box_cols = 128 / w.dtype.size() as u32;
+    let (w_shape, box_rows, promotion, family) = if transposed {
+        ((k, m, row_bytes), DW_K_STEP, 0, DENSE_MM_WGMMA_T)
+    } else {
+        ((m, k, row_bytes), DW_ROWS, 256, DENSE_MM_WGMMA)
+    };
     let w_map =
-        TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (box_rows as u32, box_cols as u32), promotion)?;
-    let e_map = TensorMap::swizzled_2d(gpu, mma, e, (k, ep, ep * 2), (DW_K_STEP as u32, DW_BOX as u32), 256)?;
-    let product = Args { weights: workspace, out2: counters, ..*args };
+        TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (box_rows as u32, box_cols), promotion)?;
+    let product = Args {
+        weights: workspace,
+        out2: counters,
+        live,
+        spike_count: counts,
+        n_chunks: chunks as i64,
+        ..*args
+    };
     let function = gpu.kernel(family, Some(w.dtype), None)?;
     let grid = Grid::new((blocks, 1), (DW_THREADS, 1));
     gpu.launch_with_maps(stream, function, grid, [&w_map, &e_map], &product, (DW_RING_BYTES + 1024) as u32)
