@@ -894,7 +894,9 @@ template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorM
             barrier_wait(&e_full[se], (t / E_STAGES) & 1);
             // the warpgroup's 64 rows of the tile: N within each box, T its boxes or its columns
             // of the padded rows
-            const bool boxed = TRANS && w_whole[sw];
+            // (lane 0 reads the flag: it is the lane that frees the slot, so racecheck sees its
+            // read ordered before the producer's next write)
+            const bool boxed = TRANS && __shfl_sync(0xffffffffu, lane == 0 ? w_whole[sw] : 0, 0);
             const int w_rows = !TRANS ? g * 64 * 128 : boxed ? g * (64 / BOX_COLS) * DW_K_STEP * 128 : g * 64 * (int)sizeof(T);
             // half-precision W from shared memory (N, T's boxes) holds its slot until its wgmmas
             // are done; W read into registers frees it then

@@ -820,16 +820,9 @@ fn dense_wgmma(s: &Stream, transposed: bool, args: &Args, w: &Dense, input_dtype
     } else {
         ((m, k, row_bytes), DW_ROWS, 256, DENSE_MM_WGMMA)
     };
-    let w_map =
-        TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (box_rows as u32, box_cols), promotion)?;
-    let product = Args {
-        weights: workspace,
-        out2: counters,
-        live,
-        spike_count: counts,
-        n_chunks: chunks as i64,
-        ..*args
-    };
+    let w_map = TensorMap::swizzled_2d(gpu, w.dtype, w.buf.addr(), w_shape, (box_rows as u32, box_cols), promotion)?;
+    let product =
+        Args { weights: workspace, out2: counters, live, spike_count: counts, n_chunks: chunks as i64, ..*args };
     let function = gpu.kernel(family, Some(w.dtype), None)?;
     let grid = Grid::new((blocks, 1), (DW_THREADS, 1));
     gpu.launch_with_maps(stream, function, grid, [&w_map, &e_map], &product, (DW_RING_BYTES + 1024) as u32)
