@@ -59,6 +59,18 @@ extern "C" __device__ int evs_kernels_wait_for_prior_grids = 0;
         if (a.csc_stale && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *a.csc_stale = 1; \
         body(a);                                                                         \
     }
+// EVS_KERNEL in clusters of `cluster` CTAs (sm_90 and later; elsewhere a plain kernel, for code
+// that runs only on sm_90).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define EVS_CLUSTER_DIMS(cluster) __cluster_dims__(cluster, 1, 1)
+#else
+#define EVS_CLUSTER_DIMS(cluster)
+#endif
+#define EVS_CLUSTER_KERNEL(name, bounds, cluster, body)                                  \
+    extern "C" __global__ void EVS_CLUSTER_DIMS(cluster) __launch_bounds__ bounds name(Args a) { \
+        wait_for_prior_grids();                                                          \
+        body(a);                                                                         \
+    }
 // The same for kernels that take two TMA tensor maps before their Args.
 #define EVS_MAPS_KERNEL(name, bounds, body)                                                            \
     extern "C" __global__ void __launch_bounds__ bounds name(const __grid_constant__ TensorMap map0,    \

@@ -1038,18 +1038,10 @@ EVS_FOR_FLOATS(DENSE_ALL)
 DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)
 // listed_event_rows runs in clusters of DW_LISTED_SLICES CTAs (sm_90; the product that reads its
 // lists runs only there)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DW_LISTED_CLUSTER __cluster_dims__(DW_LISTED_SLICES, 1, 1)
-#else
-#define DW_LISTED_CLUSTER
-#endif
-#define EVENT_MATRIX(TE, TEN, In, InN)                                                                            \
-    EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))                                        \
-    extern "C" __global__ void DW_LISTED_CLUSTER __launch_bounds__(DW_LISTED_SLICE) listed_event_rows_##TEN##_##InN( \
-        Args a) {                                                                                                 \
-        wait_for_prior_grids();                                                                                   \
-        listed_event_rows<TE, In>(a);                                                                             \
-    }
+#define EVENT_MATRIX(TE, TEN, In, InN)                                                \
+    EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))            \
+    EVS_CLUSTER_KERNEL(listed_event_rows_##TEN##_##InN, (DW_LISTED_SLICE), DW_LISTED_SLICES, \
+                       (listed_event_rows<TE, In>))
 EVS_FOR_INPUTS(EVENT_MATRIX, f16, f16) EVS_FOR_INPUTS(EVENT_MATRIX, bf16, bf16)
 #define LIST_EVENTS(In, InN) EVS_KERNEL(list_events_##InN, (256), list_events<In>)
 LIST_EVENTS(u8, bool) LIST_EVENTS(f16, f16) LIST_EVENTS(bf16, bf16) LIST_EVENTS(float, f32) LIST_EVENTS(double, f64)
