@@ -384,7 +384,9 @@ template <class T> __device__ void lists_t(const Args& a) {
 #define DW_K_STEP 64               // columns of W a step: one 128-byte TMA box of f16/bf16, two of f32
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
 #define DW_E_RING (96 * 1024)      // E's ring at most (2 to 6 stages); W's takes the rest
-#define DW_E_RING_T32 (48 * 1024)  // T with f32 W's: four stages of its padded rows fit beside it
+// T with f32 W: a larger ring, for four stages of W's padded rows and E's rest (4 to 6 stages)
+#define DW_RING_BYTES_T32 (216 * 1024)
+#define DW_W_STAGES_T32 4
 #define DW_THREADS 384
 // Registers a thread after setmaxnreg: 128 producers and 256 consumers share the 168 x 384 that
 // the launch bounds give (T's producers walk the lists and read ahead: 80 keep them from spilling)
@@ -420,10 +422,13 @@ template <class TE, class In> __device__ void event_matrix(const Args& a) {
 // of the slices before its own from their shared memory and lists its rows after theirs. Events
 // are read as the 16-byte words that hold the slice's rows (and the gaps between rows, whose
 // elements are skipped), all of a thread's words in flight at once, and again for E's rows
-// (from L1). Also zeroes the product's a.lines tile counters.
+// (from L1). Also zeroes the product's a.lines tile counters. A CTA has several threads a row:
+// with one, its warps waited on each load in turn (ncu: one warp a scheduler, an instruction
+// every 6 cycles; bench/NOTES.md, "the listing pass").
 #define DW_LISTED_CHUNK 1024
 #define DW_LISTED_SLICES 8                                   // CTAs of a chunk's cluster
-#define DW_LISTED_SLICE (DW_LISTED_CHUNK / DW_LISTED_SLICES)  // rows of a CTA, a thread each
+#define DW_LISTED_SLICE (DW_LISTED_CHUNK / DW_LISTED_SLICES)  // rows of a CTA
+#define DW_LISTED_THREADS (4 * DW_LISTED_SLICE)              // threads of a CTA
 #define DW_LISTED_WORDS 8                                    // words a thread loads at once
 
 // Bit j: element j of a 16-byte word of events is active.
@@ -491,18 +496,19 @@ template <class TE, class In> __device__ void listed_event_rows(const Args& a) {
     __shared__ unsigned char live[DW_LISTED_SLICE];
     __shared__ int rows[DW_LISTED_SLICE];
     __shared__ int listed;  // this slice's count, read by the cluster's other CTAs
-    const int rank = (int)cluster.block_rank();
+    const int rank = (int)cluster.block_rank(), me = threadIdx.x;
+    const bool row_thread = me < DW_LISTED_SLICE;  // the thread of slice row `me`
     const int64_t chunk = blockIdx.x / DW_LISTED_SLICES, c0 = chunk * DW_LISTED_CHUNK;
     const int64_t r0 = c0 + rank * DW_LISTED_SLICE, here = min((int64_t)DW_LISTED_SLICE, a.k - r0);
-    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.lines; p += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + me; p < a.lines; p += (int64_t)gridDim.x * blockDim.x)
         ((int*)a.out2)[p] = 0;
-    live[threadIdx.x] = 0;
+    if (row_thread) live[me] = 0;
     __syncthreads();
-    if (here > 0) mark_live_rows<In, DW_LISTED_SLICE>(a, r0, here, live);
+    if (here > 0) mark_live_rows<In, DW_LISTED_THREADS>(a, r0, here, live);
     __syncthreads();
     int count;
-    const int at = block_exclusive_sum<DW_LISTED_SLICE>(live[threadIdx.x], &count);
-    if (threadIdx.x == 0) listed = count;
+    const int at = block_exclusive_sum<DW_LISTED_THREADS>(row_thread ? live[me] : 0, &count);
+    if (me == 0) listed = count;
     cluster.sync();  // the slices' counts, seen across the cluster
     int before = 0, total = 0;
     for (int r = 0; r < DW_LISTED_SLICES; r++) {
@@ -516,25 +522,28 @@ template <class TE, class In> __device__ void listed_event_rows(const Args& a) {
     const bool whole = total > 0 && (int64_t)total * DW_LISTED_CHUNK >= a.nnz * chunk_rows;
     if (whole) {
         count = (int)max((int64_t)0, here), before = rank * DW_LISTED_SLICE, total = (int)chunk_rows;
-        if (threadIdx.x < count) rows[threadIdx.x] = (int)(r0 + threadIdx.x), ((int*)a.live)[r0 + threadIdx.x] = (int)(r0 + threadIdx.x);
-    } else if (live[threadIdx.x]) {
-        rows[at] = (int)(r0 + threadIdx.x), ((int*)a.live)[c0 + before + at] = (int)(r0 + threadIdx.x);
+        if (me < count) rows[me] = (int)(r0 + me), ((int*)a.live)[r0 + me] = (int)(r0 + me);
+    } else if (row_thread && live[me]) {
+        rows[at] = (int)(r0 + me), ((int*)a.live)[c0 + before + at] = (int)(r0 + me);
     }
-    if (rank == 0 && threadIdx.x == 0) ((int*)a.spike_count)[chunk] = whole ? -total : total;
+    if (rank == 0 && me == 0) ((int*)a.spike_count)[chunk] = whole ? -total : total;
     __syncthreads();
     // E's rows of this slice's listed rows, from the chunk's row `before` on, and (the last
     // slice's CTA) the chunk's zero rows from `total` up to a multiple of DW_K_STEP; 8 columns
-    // (16 bytes) an item
+    // (16 bytes) an item, its 8 events loaded before any is tested
     const int pieces = (int)(a.ldy / 8), padded = (total + DW_K_STEP - 1) / DW_K_STEP * DW_K_STEP;
     const int mine = count + (rank == DW_LISTED_SLICES - 1 ? padded - total : 0);
-    const In* x = (const In*)a.x;
-    for (int i = threadIdx.x; i < mine * pieces; i += DW_LISTED_SLICE) {
+    for (int i = me; i < mine * pieces; i += DW_LISTED_THREADS) {
         const int j = i / pieces;
         const int64_t col = (int64_t)(i % pieces) * 8;
-        __align__(16) TE v[8];
         const bool row = j < count && (!whole || live[j]);  // a whole chunk's rows with no event: zeros
+        const In* x = (const In*)a.x + (row ? rows[j] * a.ldx : 0) + col;
+        In e[8];
 #pragma unroll
-        for (int q = 0; q < 8; q++) v[q] = TE(row && col + q < a.n && active(x[rows[j] * a.ldx + col + q]) ? 1.0f : 0.0f);
+        for (int q = 0; q < 8; q++) e[q] = row && col + q < a.n ? x[q] : In(0);
+        __align__(16) TE v[8];
+#pragma unroll
+        for (int q = 0; q < 8; q++) v[q] = TE(active(e[q]) ? 1.0f : 0.0f);
         *(uint4*)((TE*)a.y + (c0 + (j < count ? before + j : total + j - count)) * a.ldy + col) = *(const uint4*)v;
     }
 #endif
@@ -774,9 +783,11 @@ template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorM
     constexpr int WB = DW_K_STEP / BOX_COLS;   // N: W boxes a step
     constexpr int T_BOXES = DW_ROWS / BOX_COLS;  // T, a chunk read whole: boxes of DW_K_STEP rows a step
     constexpr int W_BYTES = TRANS ? DW_K_STEP * listed_pitch<T>() : WB * DW_ROWS * 128;
-    constexpr int E_BYTES = NT / DW_BOX * DW_K_STEP * 128, E_RING = TRANS && sizeof(T) == 4 ? DW_E_RING_T32 : DW_E_RING;
+    constexpr bool T32 = TRANS && sizeof(T) == 4;
+    constexpr int RING = T32 ? DW_RING_BYTES_T32 : DW_RING_BYTES, E_BYTES = NT / DW_BOX * DW_K_STEP * 128;
+    constexpr int E_RING = T32 ? RING - DW_W_STAGES_T32 * W_BYTES : DW_E_RING;
     constexpr int E_STAGES = E_RING / E_BYTES < 2 ? 2 : E_RING / E_BYTES > 6 ? 6 : E_RING / E_BYTES;
-    constexpr int W_STAGES = (DW_RING_BYTES - E_STAGES * E_BYTES) / W_BYTES;
+    constexpr int W_STAGES = (RING - E_STAGES * E_BYTES) / W_BYTES;
     constexpr int REGS = NT / 2;                    // accumulators a thread
     constexpr int SETS = sizeof(T) == 4 ? 2 : 1;    // accumulator sets (f32: large and small parts)
     constexpr int PART = REGS / 4 * 256;            // float4s of a partial tile
@@ -1040,7 +1051,7 @@ DENSE_WGMMA(f16, f16) DENSE_WGMMA(bf16, bf16) DENSE_WGMMA(float, f32)
 // lists runs only there)
 #define EVENT_MATRIX(TE, TEN, In, InN)                                                \
     EVS_KERNEL(event_matrix_##TEN##_##InN, (256), (event_matrix<TE, In>))            \
-    EVS_CLUSTER_KERNEL(listed_event_rows_##TEN##_##InN, (DW_LISTED_SLICE), DW_LISTED_SLICES, \
+    EVS_CLUSTER_KERNEL(listed_event_rows_##TEN##_##InN, (DW_LISTED_THREADS), DW_LISTED_SLICES, \
                        (listed_event_rows<TE, In>))
 EVS_FOR_INPUTS(EVENT_MATRIX, f16, f16) EVS_FOR_INPUTS(EVENT_MATRIX, bf16, bf16)
 #define LIST_EVENTS(In, InN) EVS_KERNEL(list_events_##InN, (256), list_events<In>)

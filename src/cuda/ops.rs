@@ -734,6 +734,8 @@ const DW_ROWS: u64 = 128;
 const DW_K_STEP: u64 = 64;
 const DW_BOX: u64 = 64;
 const DW_RING_BYTES: u64 = 192 * 1024;
+/// T with f32 W: four stages of W's padded rows and E's stages beside them.
+const DW_RING_BYTES_T32: u64 = 216 * 1024;
 
 /// Columns of dense_wgmma's tiles of C for W's dtype and n columns, as dense_wgmma_shapes picks
 /// them: 64, 128 or 256 (f32 W at most 128).
@@ -756,10 +758,10 @@ fn whole_chunk_rows(w_dtype: DType) -> u64 {
 }
 
 /// Rows of S a cluster of listed_event_rows lists (DW_LISTED_CHUNK in kernels/dense.cu; the
-/// lists and E's rows of chunk c start at row c x this), its CTAs and their threads (a row each).
+/// lists and E's rows of chunk c start at row c x this), its CTAs and the threads of a CTA.
 const DW_LISTED_CHUNK: u64 = 1024;
 const DW_LISTED_SLICES: u64 = 8;
-const DW_LISTED_SLICE: u32 = 128;
+const DW_LISTED_THREADS: u32 = 512;
 
 /// Dense mm on events on Hopper's tensor cores, in two launches. The first writes the events as
 /// a 0/1 matrix E in the MMA's type (bf16, or f16 for f16 W; ep = n rounded up to DW_BOX
@@ -803,7 +805,7 @@ fn dense_wgmma(s: &Stream, transposed: bool, args: &Args, w: &Dense, input_dtype
         ..Args::default()
     };
     let (first, first_grid) = if transposed {
-        (LISTED_EVENT_ROWS, Grid::new((chunks * DW_LISTED_SLICES, 1), (DW_LISTED_SLICE, 1)))
+        (LISTED_EVENT_ROWS, Grid::new((chunks * DW_LISTED_SLICES, 1), (DW_LISTED_THREADS, 1)))
     } else {
         (EVENT_MATRIX, Grid::strided(gpu, (k * ep / 8).max(tiles)))
     };
@@ -825,7 +827,8 @@ fn dense_wgmma(s: &Stream, transposed: bool, args: &Args, w: &Dense, input_dtype
         Args { weights: workspace, out2: counters, live, spike_count: counts, n_chunks: chunks as i64, ..*args };
     let function = gpu.kernel(family, Some(w.dtype), None)?;
     let grid = Grid::new((blocks, 1), (DW_THREADS, 1));
-    gpu.launch_with_maps(stream, function, grid, [&w_map, &e_map], &product, (DW_RING_BYTES + 1024) as u32)
+    let ring = if transposed && w.dtype == DType::F32 { DW_RING_BYTES_T32 } else { DW_RING_BYTES };
+    gpu.launch_with_maps(stream, function, grid, [&w_map, &e_map], &product, (ring + 1024) as u32)
 }
 
 /// CSR plasticity: pre walks the rows of active pre-neurons, post the CSC columns of active
