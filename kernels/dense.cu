@@ -459,18 +459,15 @@ template <class In, int THREADS> __device__ void mark_live_rows(const Args& a, i
     // past a word's start), the first and the last word read an element at a time
     const int64_t skew = (uintptr_t)x % 16 / sizeof(In), begin = r0 * a.ldx, end = (r0 + here - 1) * a.ldx + a.n;
     const int64_t w0 = (begin + skew) / PER, w1 = (end + skew + PER - 1) / PER;
-    // marks the rows of the word's active elements (bits of `on`), the gaps' skipped; positions
-    // from the slice's first element, divided in 32 bits where they fit (a 64-bit division is
-    // a subroutine call)
+    // marks the rows of the word's active elements (bits of `on`), the gaps' skipped
     auto mark = [&](int64_t w, unsigned on) {
-        const int64_t e0 = w * PER - skew, first = max(e0, begin) - begin;
-        const int64_t row0 = first < INT32_MAX && a.ldx < INT32_MAX ? (int64_t)((uint32_t)first / (uint32_t)a.ldx) : first / a.ldx;
+        const int64_t e0 = w * PER - skew, row0 = e0 / a.ldx, col0 = e0 - row0 * a.ldx;
         for (; on; on &= on - 1) {
             const int j = __ffs(on) - 1;
             if (e0 + j < begin || e0 + j >= end) continue;
-            int64_t row = row0, col = e0 + j - begin - row0 * a.ldx;
+            int64_t row = row0, col = col0 + j;
             while (col >= a.ldx) col -= a.ldx, row++;
-            if (col < a.n) live[row] = 1;
+            if (col < a.n) live[row - r0] = 1;
         }
     };
     if (threadIdx.x < 2) {
@@ -498,25 +495,27 @@ template <class TE, class In> __device__ void listed_event_rows(const Args& a) {
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     __shared__ unsigned char live[DW_LISTED_SLICE];
     __shared__ int rows[DW_LISTED_SLICE];
-    __shared__ int listed[DW_LISTED_SLICES];  // each slice's count, stored by its CTA into every CTA's
+    __shared__ int listed;  // this slice's count, read by the cluster's other CTAs
     const int rank = (int)cluster.block_rank(), me = threadIdx.x;
     const bool row_thread = me < DW_LISTED_SLICE;  // the thread of slice row `me`
     const int64_t chunk = blockIdx.x / DW_LISTED_SLICES, c0 = chunk * DW_LISTED_CHUNK;
     const int64_t r0 = c0 + rank * DW_LISTED_SLICE, here = min((int64_t)DW_LISTED_SLICE, a.k - r0);
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + me; p < a.lines; p += (int64_t)gridDim.x * blockDim.x)
+        ((int*)a.out2)[p] = 0;
     if (row_thread) live[me] = 0;
     __syncthreads();
     if (here > 0) mark_live_rows<In, DW_LISTED_THREADS>(a, r0, here, live);
     __syncthreads();
     int count;
     const int at = block_exclusive_sum<DW_LISTED_THREADS>(row_thread ? live[me] : 0, &count);
-    if (me < DW_LISTED_SLICES) *cluster.map_shared_rank(&listed[rank], me) = count;
-    // the slices' counts, seen across the cluster: one barrier, no global store before it to
-    // wait for (its release is a GPU-wide fence), no remote read after it
-    cluster.sync();
+    if (me == 0) listed = count;
+    cluster.sync();  // the slices' counts, seen across the cluster
     int before = 0, total = 0;
-    for (int r = 0; r < DW_LISTED_SLICES; r++) total += listed[r], before += r < rank ? listed[r] : 0;
-    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + me; p < a.lines; p += (int64_t)gridDim.x * blockDim.x)
-        ((int*)a.out2)[p] = 0;
+    for (int r = 0; r < DW_LISTED_SLICES; r++) {
+        const int theirs = *cluster.map_shared_rank(&listed, r);
+        total += theirs, before += r < rank ? theirs : 0;
+    }
+    cluster.sync();  // read before any CTA exits
     // a chunk that lists a.nnz / DW_LISTED_CHUNK of its rows or more is read whole: every row
     // listed (zero rows of E for the rows with no event), its count negative
     const int64_t chunk_rows = min((int64_t)DW_LISTED_CHUNK, a.k - c0);
