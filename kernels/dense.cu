@@ -384,7 +384,8 @@ template <class T> __device__ void lists_t(const Args& a) {
 #define DW_K_STEP 64               // columns of W a step: one 128-byte TMA box of f16/bf16, two of f32
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
 #define DW_E_RING (96 * 1024)      // E's ring at most (2 to 6 stages); W's takes the rest
-// T with f32 W: a larger ring, for four stages of W's padded rows and E's rest (4 to 6 stages)
+// T with f32 W: a larger ring (src/cuda/ops.rs asks this much + 1 KB): at least four stages of
+// W's padded rows, E's stages in the rest (five at 128 columns, six at 64)
 #define DW_RING_BYTES_T32 (216 * 1024)
 #define DW_W_STAGES_T32 4
 #define DW_THREADS 384
