@@ -418,7 +418,7 @@ template <class TE, class In> __device__ void event_matrix(const Args& a) {
 // rows or more lists all its rows instead (E's rows of those with no event zero) and stores its
 // count negative: the product reads it whole, as 2-D boxes (bench/NOTES.md, "Dense mm T on
 // listed rows": a copy a row moves fewer bytes a second than boxes). A cluster of
-// DW_LISTED_SLICES CTAs takes a chunk, a slice of its rows each (a row a thread), so that the
+// DW_LISTED_SLICES CTAs takes a chunk, a slice of its rows each, so that the
 // pass runs on many SMs: each CTA marks its rows with any event, counts them, reads the counts
 // of the slices before its own from their shared memory and lists its rows after theirs. Events
 // are read as the 16-byte words that hold the slice's rows (and the gaps between rows, whose
