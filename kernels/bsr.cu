@@ -138,8 +138,8 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 
 // Which tile the b-th one is: groups of WG_GROUP_COLS columns in turn, and within a group the
 // strips (ROWS block rows) vary slowest, so that the blocks running at once read the same slab
-// of B (held in L2) while A streams. ORDERED: the block rows go in a.order (most stored blocks
-// first), so that each group's last tiles are its shortest.
+// of B (held in L2) while A streams. ORDERED (the counter's tiles): the block rows go in a.order
+// (most stored blocks first), so that each group's last tiles are its shortest.
 struct WgTile {
     int64_t block_row, col;  // first block row, first column of C
 };
@@ -172,9 +172,9 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
     __shared__ uint32_t info[WG_STAGES];
-    // COUNTER (128-row blocks, a kernel of its own): tiles from a.out2's counter, rows longest
-    // first; the producer passes each to the consumers through a queue after the ring
-    static_assert(!COUNTER || (TILE_ROWS == 128 && !PAIRS), "the counter serves 128-row blocks");
+    // COUNTER (unpaired block rows, kernels of their own): tiles from a.out2's counter, rows
+    // longest first; the producer passes each to the consumers through a queue after the ring
+    static_assert(!COUNTER || !PAIRS, "the counter serves unpaired block rows");
     uint64_t* tile_full = (uint64_t*)(ring + WG_STAGES * STAGE_BYTES);
     uint64_t* tile_empty = tile_full + WG_TILE_QUEUE;
     QueuedTile* queue = (QueuedTile*)(tile_empty + WG_TILE_QUEUE);
@@ -398,11 +398,14 @@ template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_shapes(
     }
 }
 
-// 128-row blocks: tiles drawn from a counter, block rows longest first.
-template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_counter(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
-    if (a.k >= 64) bsrmm_wgmma<T, TC, 128, 64, false, true>(a_map, b_map, a);
-    else if (a.k == 32) bsrmm_wgmma<T, TC, 128, 32, false, true>(a_map, b_map, a);
-    else bsrmm_wgmma<T, TC, 128, 16, false, true>(a_map, b_map, a);
+// Unpaired block rows with tiles drawn from a counter, block rows longest first: 128-row
+// tiles, and 64-row ones in a kernel of their own (instantiations sharing a kernel slowed each
+// other: bench/NOTES.md, "bsrmm: 128-row tiles from a counter").
+template <class T, class TC, int TILE_ROWS>
+__device__ __forceinline__ void bsrmm_wgmma_counter(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+    if (a.k >= 64) bsrmm_wgmma<T, TC, TILE_ROWS, 64, false, true>(a_map, b_map, a);
+    else if (a.k == 32) bsrmm_wgmma<T, TC, TILE_ROWS, 32, false, true>(a_map, b_map, a);
+    else bsrmm_wgmma<T, TC, TILE_ROWS, 16, false, true>(a_map, b_map, a);
 }
 
 #define BSRMM(T, TN, TC, TCN) EVS_KERNEL(bsrmm_simt_##TN##_##TCN, (256), (bsrmm_simt<T, TC>))
@@ -410,7 +413,8 @@ template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_counter
     EVS_KERNEL(bsrmm_wmma_##TN##_##TCN, (128), (bsrmm_wmma<T, TC>))     \
     EVS_KERNEL(bsrmm_tiled_##TN##_##TCN, (256), (bsrmm_tiled<T, TC>))   \
     EVS_MAPS_KERNEL(bsrmm_wgmma_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_shapes<T, TC>)) \
-    EVS_MAPS_KERNEL(bsrmm_wgmma_counter_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_counter<T, TC>))
+    EVS_MAPS_KERNEL(bsrmm_wgmma_counter_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_counter<T, TC, 128>)) \
+    EVS_MAPS_KERNEL(bsrmm_wgmma_counter64_##TN##_##TCN, (WG_THREADS, 1), (bsrmm_wgmma_counter<T, TC, 64>))
 #define BSRMM_OUTS(X, T, TN) X(T, TN, T, TN) X(T, TN, float, f32)
 BSRMM_OUTS(BSRMM, f16, f16)
 BSRMM_OUTS(BSRMM, bf16, bf16)

@@ -4,6 +4,7 @@ use super::context::{Backend, Context, Stream};
 use super::csr::{as_bytes, CsrView};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
+use super::plan;
 use super::{checked_product, size_arg};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -63,17 +64,18 @@ impl BsrShape {
     }
 }
 
-/// Whether bsrmm reads the block rows in `Bsr::heavy_first` order: its GPU kernel for 128-row
-/// blocks, which hands out tiles from a counter.
-fn orders_rows(ctx: &Context, bm: usize) -> bool {
-    matches!(ctx.backend, Backend::Cuda(_)) && bm == 128
+/// Whether bsrmm reads the block rows in `Bsr::heavy_first` order: its GPU kernel where it hands
+/// out tiles from a counter (`plan::bsrmm_tile_counter`).
+fn orders_rows(ctx: &Context, bm: usize, view: &CsrView<'_, i32>) -> bool {
+    let row_blocks = view.indices.len() as f64 / view.m.max(1) as f64;
+    matches!(ctx.backend, Backend::Cuda(_)) && plan::bsrmm_tile_counter(bm, row_blocks)
 }
 
 /// Validates a host view of the block structure and, where a kernel reads it, uploads its rows
 /// in `Bsr::heavy_first` order.
 fn checked_order(ctx: &Arc<Context>, bm: usize, view: &CsrView<'_, i32>) -> Result<Option<Arc<Buffer>>> {
     view.validate("bsr")?;
-    if !orders_rows(ctx, bm) {
+    if !orders_rows(ctx, bm, view) {
         return Ok(None);
     }
     let mut order: Vec<i32> = (0..view.m as i32).collect();
@@ -179,11 +181,12 @@ impl Bsr {
     }
 
     /// The block rows (int32), most stored blocks first and rows of equal length in order: the
-    /// order in which bsrmm's Hopper kernel for 128-row blocks hands out its tiles, so that the
-    /// long rows start early and the short ones fill the tail. Built with the structure check,
-    /// once, on GPU contexts for 128-row blocks only.
+    /// order in which bsrmm's Hopper kernel hands out tiles from its counter, so that the long
+    /// rows start early and the short ones fill the tail. Built with the structure check, once,
+    /// on GPU contexts where `plan::bsrmm_tile_counter` says the kernel draws tiles.
     pub fn heavy_first(&self, stream: &Stream) -> Result<Arc<Buffer>> {
-        self.checked(stream)?.ok_or_else(|| Error::internal("bsr row order: built for 128-row blocks on a GPU only"))
+        self.checked(stream)?
+            .ok_or_else(|| Error::internal("bsr row order: built where bsrmm draws tiles on a GPU only"))
     }
 
     pub fn rows(&self) -> usize {

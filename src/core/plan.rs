@@ -652,16 +652,25 @@ impl BsrmmCall {
 
 /// Where `wgmma_pairs` beats `wgmma` (8192³ bf16, 64 x 64 blocks, bench/NOTES.md, "bsrmm: two
 /// block rows a tile"): dense enough that the rows share many B slices (50 %: -16 %, 25 %: -3 %,
-/// 10 %: +3-7 %), or rows so short that a tile's fill and stores dominate (1.5 %, ~2 blocks a
-/// row: -8-11 %).
+/// 10 %: +3-7 %).
 const PAIRS_DENSITY_MIN: f64 = 0.2;
-const PAIRS_ROW_BLOCKS_MAX: f64 = 4.0;
+
+/// `wgmma` on 64-row blocks draws its tiles from a counter, rows longest first, where rows are
+/// this short (1.5 %, ~2 blocks a row: -17 % against the fixed order, and faster than the pairs;
+/// at 10-50 % the counter costs 2-6 %, at 32-row blocks 9 %: bench/NOTES.md, "bsrmm: 64-row
+/// tiles from a counter"). 128-row blocks always draw from it.
+const COUNTER64_ROW_BLOCKS_MAX: f64 = 4.0;
+
+/// Whether bsrmm's Hopper kernel takes its tiles from a counter for blocks of `bm` rows and
+/// `row_blocks` stored blocks a block row on average (unpaired tiles only).
+pub fn bsrmm_tile_counter(bm: usize, row_blocks: f64) -> bool {
+    bm == 128 || (bm == 64 && row_blocks <= COUNTER64_ROW_BLOCKS_MAX)
+}
 
 /// The fastest path that fits (8192³ bf16, blocks 64 and 128, 1.5-50 %: wgmma 108-513 TFLOP/s,
 /// tiled 56-102, wmma ~18; bench/NOTES.md, "bsrmm on Hopper").
 pub fn choose_bsrmm(call: &BsrmmCall) -> Bsrmm {
-    let pairs = call.density >= PAIRS_DENSITY_MIN || call.row_blocks <= PAIRS_ROW_BLOCKS_MAX;
-    if pairs && call.fits(Bsrmm::WgmmaPairs) {
+    if call.density >= PAIRS_DENSITY_MIN && call.fits(Bsrmm::WgmmaPairs) {
         return Bsrmm::WgmmaPairs;
     }
     *Bsrmm::ALL.iter().find(|&&a| a != Bsrmm::WgmmaPairs && call.fits(a)).expect("simt fits every call")
@@ -861,7 +870,9 @@ mod tests {
         let dense = BsrmmCall { density: 0.5, row_blocks: 64.0, ..hopper(DType::BF16, 64, 128) };
         assert_eq!(choose_bsrmm(&dense), Bsrmm::WgmmaPairs);
         let short = BsrmmCall { density: 0.015, row_blocks: 2.0, ..hopper(DType::F16, 64, 64) };
-        assert_eq!(choose_bsrmm(&short), Bsrmm::WgmmaPairs);
+        assert_eq!(choose_bsrmm(&short), Bsrmm::Wgmma);
+        assert!(bsrmm_tile_counter(64, 2.0) && !bsrmm_tile_counter(64, 12.8) && !bsrmm_tile_counter(32, 2.0));
+        assert!(bsrmm_tile_counter(128, 50.0));
         assert_eq!(choose_bsrmm(&BsrmmCall { bk: 32, ..dense }), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F16, 128, 32)), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F16, 16, 64)), Bsrmm::Wgmma);

@@ -81,6 +81,7 @@ families! {
     DENSE_POST = "dense_post",
     BSRMM_WGMMA = "bsrmm_wgmma",
     BSRMM_WGMMA_COUNTER = "bsrmm_wgmma_counter",
+    BSRMM_WGMMA_COUNTER64 = "bsrmm_wgmma_counter64",
     BSRMM_TILED = "bsrmm_tiled",
     BSRMM_WMMA = "bsrmm_wmma",
     BSRMM_SIMT = "bsrmm_simt",

@@ -957,9 +957,10 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let tiles = strips * (c.cols as u64).div_ceil(WG_TILE_COLS);
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
     let mut args = Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
-    // 128-row blocks: bsrmm_wgmma_counter, tiles drawn from a counter (zeroed in stream order,
+    // 128-row blocks and short 64-row ones: tiles drawn from a counter (zeroed in stream order,
     // the scratch held until the launch is queued), block rows longest first
-    let counter = if a.bm == 128 { Some(scratch(s, 8)?) } else { None };
+    let row_blocks = a.nnzb as f64 / a.mb.max(1) as f64;
+    let counter = if !pairs && plan::bsrmm_tile_counter(a.bm, row_blocks) { Some(scratch(s, 8)?) } else { None };
     if let Some(counter) = &counter {
         zero_device(gpu, stream, counter.ptr, 8)?;
         args = Args { order: a.heavy_first(s)?.addr(), out2: counter.ptr, ..args };
@@ -967,7 +968,11 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     // the ring of stages, 1 KB to align it to the swizzle atoms, and the counter's queue
     let queue = if counter.is_some() { WG_TILE_QUEUE_BYTES } else { 0 };
     let shared = (tile_m + WG_TILE_COLS) * WG_RING_K * esize + 1024 + queue;
-    let family = if counter.is_some() { BSRMM_WGMMA_COUNTER } else { BSRMM_WGMMA };
+    let family = match (counter.is_some(), tile_m) {
+        (false, _) => BSRMM_WGMMA,
+        (true, 128) => BSRMM_WGMMA_COUNTER,
+        (true, _) => BSRMM_WGMMA_COUNTER64,
+    };
     let function = gpu.kernel(family, Some(a.values.dtype), Some(c.dtype))?;
     let grid = Grid::new((blocks, 1), (WG_THREADS, 1));
     gpu.launch_with_maps(stream, function, grid, [&a_map, &b_map], &args, shared as u32)
