@@ -67,8 +67,7 @@ impl BsrShape {
 /// Whether bsrmm reads the block rows in `Bsr::heavy_first` order: its GPU kernel where it hands
 /// out tiles from a counter (`plan::bsrmm_tile_counter`).
 fn orders_rows(ctx: &Context, bm: usize, view: &CsrView<'_, i32>) -> bool {
-    let row_blocks = view.indices.len() as f64 / view.m.max(1) as f64;
-    matches!(ctx.backend, Backend::Cuda(_)) && plan::bsrmm_tile_counter(bm, row_blocks)
+    matches!(ctx.backend, Backend::Cuda(_)) && plan::bsrmm_tile_counter(bm, view.indices.len(), view.m)
 }
 
 /// Validates a host view of the block structure and, where a kernel reads it, uploads its rows

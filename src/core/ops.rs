@@ -414,7 +414,7 @@ pub fn bsrmm(s: &Stream, alpha: f64, a: &Bsr, b: &Dense, beta: f64, c: &Dense) -
         Backend::Cpu(_) => cpu::bsrmm(s, alpha, a, b, beta, c),
         Backend::Cuda(_) => {
             let (aligned, tma) = (cuda::bsrmm_aligned(a, b), cuda::bsrmm_tma(s, a, b));
-            let row_blocks = a.nnzb as f64 / a.mb.max(1) as f64;
+            let row_blocks = plan::row_blocks(a.nnzb, a.mb);
             let density = row_blocks / a.kb.max(1) as f64;
             let call = plan::BsrmmCall { dtype, bm: a.bm, bk: a.bk, aligned, tma, density, row_blocks };
             let alg = gpu_plan(s, plan::choose_bsrmm(&call), |alg| call.fits(alg))?;

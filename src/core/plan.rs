@@ -661,10 +661,15 @@ const PAIRS_DENSITY_MIN: f64 = 0.2;
 /// tiles from a counter"). 128-row blocks always draw from it.
 const COUNTER64_ROW_BLOCKS_MAX: f64 = 4.0;
 
-/// Whether bsrmm's Hopper kernel takes its tiles from a counter for blocks of `bm` rows and
-/// `row_blocks` stored blocks a block row on average (unpaired tiles only).
-pub fn bsrmm_tile_counter(bm: usize, row_blocks: f64) -> bool {
-    bm == 128 || (bm == 64 && row_blocks <= COUNTER64_ROW_BLOCKS_MAX)
+/// Stored blocks a block row on average, of `nnzb` blocks in `mb` block rows.
+pub fn row_blocks(nnzb: usize, mb: usize) -> f64 {
+    nnzb as f64 / mb.max(1) as f64
+}
+
+/// Whether bsrmm's Hopper kernel takes its tiles from a counter for `nnzb` blocks of `bm` rows in
+/// `mb` block rows (unpaired tiles only).
+pub fn bsrmm_tile_counter(bm: usize, nnzb: usize, mb: usize) -> bool {
+    bm == 128 || (bm == 64 && row_blocks(nnzb, mb) <= COUNTER64_ROW_BLOCKS_MAX)
 }
 
 /// The fastest path that fits (8192³ bf16, blocks 64 and 128, 1.5-50 %: wgmma 108-513 TFLOP/s,
@@ -871,8 +876,8 @@ mod tests {
         assert_eq!(choose_bsrmm(&dense), Bsrmm::WgmmaPairs);
         let short = BsrmmCall { density: 0.015, row_blocks: 2.0, ..hopper(DType::F16, 64, 64) };
         assert_eq!(choose_bsrmm(&short), Bsrmm::Wgmma);
-        assert!(bsrmm_tile_counter(64, 2.0) && !bsrmm_tile_counter(64, 12.8) && !bsrmm_tile_counter(32, 2.0));
-        assert!(bsrmm_tile_counter(128, 50.0));
+        assert!(bsrmm_tile_counter(64, 8, 4) && !bsrmm_tile_counter(64, 64, 5) && !bsrmm_tile_counter(32, 8, 4));
+        assert!(bsrmm_tile_counter(128, 250, 5));
         assert_eq!(choose_bsrmm(&BsrmmCall { bk: 32, ..dense }), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F16, 128, 32)), Bsrmm::Wgmma);
         assert_eq!(choose_bsrmm(&hopper(DType::F16, 16, 64)), Bsrmm::Wgmma);

@@ -959,8 +959,7 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let mut args = Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
     // 128-row blocks and short 64-row ones: tiles drawn from a counter (zeroed in stream order,
     // the scratch held until the launch is queued), block rows longest first
-    let row_blocks = a.nnzb as f64 / a.mb.max(1) as f64;
-    let counter = if !pairs && plan::bsrmm_tile_counter(a.bm, row_blocks) { Some(scratch(s, 8)?) } else { None };
+    let counter = if !pairs && plan::bsrmm_tile_counter(a.bm, a.nnzb, a.mb) { Some(scratch(s, 8)?) } else { None };
     if let Some(counter) = &counter {
         zero_device(gpu, stream, counter.ptr, 8)?;
         args = Args { order: a.heavy_first(s)?.addr(), out2: counter.ptr, ..args };
