@@ -640,7 +640,7 @@ def bench_bsrmm(evs, tab, quick):
         a = evsparse.BSR(values, col, crow, shape=(m, k), ctx=evs.ctx, validate=False)
         ref = (A @ B).float()
         ours = measure(evs, "bsrmm", lambda: evsparse.bsrmm(a, hb, hc, stream=evs.stream),
-                       lambda plan: check(f"bsrmm {plan}", Cm.float(), ref, tol=2e-2))
+                       lambda plan: check(f"bsrmm {plan}", Cm.float(), ref, tol=2e-2), graph=True)
         del ref
         flops = 2 * col.numel() * bs * bs * n
         # A's blocks, the rows of B they reference, C written once

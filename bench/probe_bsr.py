@@ -1,8 +1,9 @@
 # Probe of bsrmm:wgmma on 8192³ bf16 (python3 bench/probe_bsr.py MODE, on the GPU machine,
 # EVS_LIBRARY set; the bench's structures: blocks uniformly at random at a density).
-# `time` prints graph µs and useful TFLOP/s of the bench's sm_90a rows, each result checked
-# against torch; `ncu` runs each shape twice, untimed (for ncu -k regex:bsrmm_wgmma). Forces
-# bsrmm:wgmma, or FORCE64 (e.g. bsrmm:wgmma_pairs) on the 64-row shapes.
+# `time` prints graph µs, useful TFLOP/s and one call's CUDA-event µs of the bench's sm_90a
+# rows, each result checked against torch; `ncu` runs each shape twice, untimed (for ncu -k
+# regex:bsrmm_wgmma). Forces bsrmm:wgmma, or FORCE64 (e.g. bsrmm:wgmma_pairs) on the 64-row
+# shapes.
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -35,9 +36,10 @@ for bs, density in SHAPES if mode == "time" else SHAPES[:3] + SHAPES[5:6]:
     ref = (A.float() @ B.float()) + beta * C0.float()
     err = ((C.float() - ref).norm() / ref.norm()).item()
     if mode == "time":
-        us = bench.graphed(evs, f) * 1e3 if not beta else bench.timed(f) * 1e3
+        event_us = bench.timed(f) * 1e3
+        us = bench.graphed(evs, f) * 1e3 if not beta else event_us
         tf = 2 * col.numel() * bs * bs * n / us / 1e6
-        out.append(f"b{bs} {density * 100:g}% {plan}: {us:.1f} µs {tf:.0f} TF (err {err:.0e})")
+        out.append(f"b{bs} {density * 100:g}% {plan}: {us:.1f} µs {tf:.0f} TF, event {event_us:.1f} (err {err:.0e})")
     else:
         f()
         out.append(f"b{bs} {density * 100:g}% err {err:.0e}")

@@ -230,17 +230,19 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
         };
         const int64_t end = tiles();
         if constexpr (COUNTER) {
-            // Block b takes tile b, then gridDim.x plus each next count of a.out2 (zeroed before
-            // the launch), so blocks that drew short tiles take more. The producer draws and
-            // decodes a tile one ahead of the one it loads (the atomic's and the row's latencies
-            // hide behind a tile's loads).
+            // Block b takes tile b, then gridDim.x plus each next count of a.out2 (the stream's
+            // tile counter, zero at the start), so blocks that drew short tiles take more. Each
+            // block draws until it draws past the end, once: `end` draws in all, so the count
+            // wraps back to zero at the last one and the next launch finds it there. The
+            // producer draws and decodes a tile one ahead of the one it loads (the atomic's and
+            // the row's latencies hide behind a tile's loads).
             auto tile_at = [&](int64_t b) {
                 if (b >= end) return QueuedTile{0, 0, 0, -1};
                 const WgTile w = wg_tile<1, true>(a, b);
                 const int64_t first = row_start(a, w.block_row);
                 return QueuedTile{(int)w.block_row, (int)w.col, (int)first, (int)(row_start(a, w.block_row + 1) - first)};
             };
-            auto draw = [&] { return (int64_t)gridDim.x + (int64_t)atomicAdd((unsigned long long*)a.out2, 1ull); };
+            auto draw = [&] { return (int64_t)gridDim.x + (int64_t)atomicInc((unsigned*)a.out2, (unsigned)(end - 1)); };
             QueuedTile tile = tile_at(blockIdx.x);
             int64_t drawn = draw();
             for (int j = 0;; j++) {

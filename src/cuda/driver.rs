@@ -411,6 +411,8 @@ pub struct GpuStream {
     owned: bool,
     /// Scratch memory of this stream's calls (bytes, memory), newest last; see `scratch`.
     scratch: Mutex<Vec<(usize, DeviceMemory)>>,
+    /// A word kernels draw tiles from and leave at zero; see `tile_counter`.
+    tile_counter: Mutex<Option<DeviceMemory>>,
 }
 
 /// The smallest scratch block a stream allocates.
@@ -432,7 +434,7 @@ impl GpuStream {
         let _scope = gpu.enter()?;
         let mut raw = std::ptr::null_mut();
         call("stream", || unsafe { sys::cuStreamCreate(&mut raw, 0) })?;
-        Ok(GpuStream { gpu: gpu.clone(), raw, owned: true, scratch: Mutex::default() })
+        Ok(GpuStream { gpu: gpu.clone(), raw, owned: true, scratch: Mutex::default(), tile_counter: Mutex::default() })
     }
 
     /// The caller's stream, checked to belong to this GPU's context.
@@ -448,7 +450,7 @@ impl GpuStream {
                 )));
             }
         }
-        Ok(GpuStream { gpu: gpu.clone(), raw, owned: false, scratch: Mutex::default() })
+        Ok(GpuStream { gpu: gpu.clone(), raw, owned: false, scratch: Mutex::default(), tile_counter: Mutex::default() })
     }
 
     pub fn synchronize(&self) -> Result<()> {
@@ -481,6 +483,19 @@ impl GpuStream {
             call("poisoning the stream scratch", || unsafe { sys::cuMemsetD8Async(ptr, 0xff, bytes, self.raw) })?;
         }
         Ok(Scratch { ptr, _lease: held })
+    }
+
+    /// The address of this stream's tile counter: a 32-bit word, zeroed when first asked for,
+    /// that a kernel drawing its tiles from it returns to zero itself (it draws exactly as many
+    /// times as its `atomicInc` wraps at), so that no memset node precedes such a launch.
+    /// Launches on one stream run in order, so they share it; kept until the stream is
+    /// destroyed, as the scratch is.
+    pub fn tile_counter(&self) -> Result<u64> {
+        let mut held = self.tile_counter.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if held.is_none() {
+            *held = Some(self.gpu.alloc("stream tile counter", 4)?);
+        }
+        Ok(held.as_ref().map_or(0, |mem| mem.ptr))
     }
 }
 

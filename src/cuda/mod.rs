@@ -48,6 +48,14 @@ pub(crate) fn scratch(s: &Stream, bytes: usize) -> Result<Scratch<'_>> {
     }
 }
 
+/// The stream's self-resetting tile counter (see `GpuStream::tile_counter`).
+pub(crate) fn tile_counter(s: &Stream) -> Result<u64> {
+    match &s.gpu {
+        Some(native) => native.tile_counter(),
+        None => Err(Error::internal("a tile counter was asked of a stream without a GPU")),
+    }
+}
+
 /// Copies `len` elements of a device buffer to a host vector, waiting for the copy.
 pub(crate) fn download<T: Copy + Default>(s: &Stream, buf: &Buffer, len: usize) -> Result<Vec<T>> {
     let (gpu, stream) = parts(s)?;

@@ -4,7 +4,7 @@
 use super::driver::{call, Function};
 use super::kernels::*;
 use super::launch::{Args, Grid, TensorMap, MAX_GRID_Y, THREADS};
-use super::{parts, scratch};
+use super::{parts, scratch, tile_counter};
 use crate::core::bsr::Bsr;
 use crate::core::context::Stream;
 use crate::core::csr::{Csr, Profile, Weights};
@@ -957,12 +957,11 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let tiles = strips * (c.cols as u64).div_ceil(WG_TILE_COLS);
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
     let mut args = Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
-    // 128-row blocks and short 64-row ones: tiles drawn from a counter (zeroed in stream order,
-    // the scratch held until the launch is queued), block rows longest first
-    let counter = if !pairs && plan::bsrmm_tile_counter(a.bm, a.nnzb, a.mb) { Some(scratch(s, 8)?) } else { None };
-    if let Some(counter) = &counter {
-        zero_device(gpu, stream, counter.ptr, 8)?;
-        args = Args { order: a.heavy_first(s)?.addr(), out2: counter.ptr, ..args };
+    // 128-row blocks and short 64-row ones: tiles drawn from the stream's tile counter (which
+    // the kernel leaves at zero: no memset before it), block rows longest first
+    let counter = if !pairs && plan::bsrmm_tile_counter(a.bm, a.nnzb, a.mb) { Some(tile_counter(s)?) } else { None };
+    if let Some(counter) = counter {
+        args = Args { order: a.heavy_first(s)?.addr(), out2: counter, ..args };
     }
     // the ring of stages, 1 KB to align it to the swizzle atoms, and the counter's queue
     let queue = if counter.is_some() { WG_TILE_QUEUE_BYTES } else { 0 };
