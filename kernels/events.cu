@@ -80,7 +80,8 @@ template <class E> __device__ int64_t count_before(const E* x, int64_t ldx, int6
 template <class E> __device__ void compact(const Args& a) {
     const int64_t column = blockIdx.y, start = blockIdx.x * a.n, stop = min(a.m, start + a.n);
     const E* x = (const E*)a.x + column;
-    const int64_t before = count_before(x, a.ldx, start);  // uniform across the block
+    // uniform across the block; the first block has nothing before it (one-block lists: no scan)
+    const int64_t before = start > 0 ? count_before(x, a.ldx, start) : 0;
     const int64_t mine = list_active<COMPACT_THREADS, COMPACT_RUN>(x, a.ldx, start, stop, (int*)a.y + column * a.m + before);
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) ((int*)a.out2)[column] = (int)(before + mine);
 }
