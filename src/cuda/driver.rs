@@ -492,10 +492,11 @@ impl GpuStream {
     /// destroyed, as the scratch is.
     pub fn tile_counter(&self) -> Result<u64> {
         let mut held = self.tile_counter.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if held.is_none() {
-            *held = Some(self.gpu.alloc("stream tile counter", 4)?);
-        }
-        Ok(held.as_ref().map_or(0, |mem| mem.ptr))
+        let mem = match held.take() {
+            Some(mem) => mem,
+            None => self.gpu.alloc("stream tile counter", 4)?,
+        };
+        Ok(held.insert(mem).ptr)
     }
 }
 
