@@ -432,6 +432,52 @@ fn spmv_and_spmm_t_match_cpu() {
     p.each_algorithm::<plan::SpmmT>(|p| (0..2).for_each(|_| spmm_cases(p, Op::T)));
 }
 
+/// The scatters' beta pass (y scaled or zeroed before the atomics): outputs past one 64 KB
+/// scaling launch (a memset where beta = 0), six calls in a row on one stream with beta changing,
+/// from an event vector and a spike list, f32 and f64, each against the CPU. T:
+/// `row_warp_scatter` and `scatter` (event vectors only); N on spike lists: `csc_scatter`.
+#[test]
+fn scatters_apply_beta_call_after_call() {
+    let mut p = Pair::new();
+    if !p.on_gpu() {
+        return;
+    }
+    for (op, plan, (m, k)) in [
+        (Op::T, "spmm_t:row_warp_scatter", (3_000, 20_011)),
+        (Op::T, "spmm_t:scatter", (2_500, 9_000)),
+        (Op::N, "spmm_n:csc_scatter", (20_011, 3_000)),
+    ] {
+        p.dev.0.forced.apply(plan).unwrap();
+        let mut indptr = vec![0i64];
+        let mut indices = vec![];
+        for _ in 0..m {
+            let len = p.rng.below(80);
+            push_row(&mut p.rng, (&mut indptr, &mut indices), len, k, 6);
+        }
+        let pat = Pattern { m, k, indptr, indices };
+        for t in [DType::F32, DType::F64] {
+            let homo = p.rng.below(2) == 0;
+            let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
+            let (rows_in, rows_out) = if op == Op::N { (k, m) } else { (m, k) };
+            let y = p.output(t, (1, rows_out, 1), 0.0);
+            for (call, beta) in [0.0, 0.5, 0.0, 2.0, 1.0, -1.0].into_iter().enumerate() {
+                let what = format!("{plan} {} call {call} beta={beta} {m}x{k}", t.name());
+                if op == Op::N || (call % 2 == 1 && plan != "spmm_t:scatter") {
+                    let list = p.list(rows_in, true);
+                    ops::spmv_spikes(&p.dev.1, op, 1.5, &dev_a, list.dev(), beta, &y.dev).unwrap();
+                    ops::spmv_spikes(&p.cpu.1, op, 1.5, &cpu_a, list.cpu(), beta, &y.cpu).unwrap();
+                } else {
+                    let x = input(&mut p, InputKind::Events, DType::Bool, (1, rows_in, 1));
+                    ops::spmm(&p.dev.1, op, InputKind::Events, 1.5, &dev_a, &x.dev, beta, &y.dev, true).unwrap();
+                    ops::spmm(&p.cpu.1, op, InputKind::Events, 1.5, &cpu_a, &x.cpu, beta, &y.cpu, true).unwrap();
+                }
+                p.compare(&what, &y);
+            }
+        }
+    }
+    p.dev.0.forced.apply("spmm_n:auto,spmm_t:auto").unwrap();
+}
+
 /// spmm N and T on mostly-zero floats with `nonzero_lists` forced: every dtype, homo and
 /// hetero, n across the parts' widths and past one 128-column tile, B a view with 16-byte rows
 /// or misaligned ones, rows from all-zero to all-nonzero (also all of B either). B's density
