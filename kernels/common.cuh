@@ -250,12 +250,16 @@ template <> struct Inputs<SpikeList> {
             if (r >= 0) f(r, A(1));
         }
     }
+    // Lane l loads slot l (inside the list's capacity) beside the count, so that the first 32
+    // listed lines cost no round of loads after it (a short list's every line).
     template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
+        const int early = lane_id() < a.lines ? ((const int*)a.x)[lane_id()] : -1;
         const int64_t count = listed(a), warps = warps_in_grid();
         const int64_t parts = count > 0 && warps > count ? warps / count : 1;
         for (int64_t w = warp_id(); w < count * parts; w += warps) {
-            const int64_t r = listed_at(a, w / parts, limit);
-            if (r >= 0) f(r, A(1), w % parts, parts);
+            const int64_t t = w / parts;
+            const int64_t r = t < 32 ? __shfl_sync(0xffffffffu, early, (int)t) : ((const int*)a.x)[t];
+            if (r >= 0 && r < limit) f(r, A(1), w % parts, parts);  // a bad entry is skipped
         }
     }
 };
