@@ -251,15 +251,23 @@ template <> struct Inputs<SpikeList> {
         }
     }
     // Lane l loads slot l (inside the list's capacity) beside the count, so that the first 32
-    // listed lines cost no round of loads after it (a short list's every line).
+    // listed lines cost no round of loads after it (a short list's every line). Where a line
+    // gets INTERLEAVED_PARTS_MIN warps or more (more than its entries need), warp w takes line
+    // w % count, so that the parts with entries sit in the grid's first blocks, which start
+    // first; else warp w takes line w / parts (bench/NOTES.md, "A short spike list read beside
+    // its count").
     template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
+        constexpr unsigned INTERLEAVED_PARTS_MIN = 8;
         const int early = lane_id() < a.lines ? ((const int*)a.x)[lane_id()] : -1;
-        const int64_t count = listed(a), warps = warps_in_grid();
-        const int64_t parts = count > 0 && warps > count ? warps / count : 1;
-        for (int64_t w = warp_id(); w < count * parts; w += warps) {
-            const int64_t t = w / parts;
-            const int64_t r = t < 32 ? __shfl_sync(0xffffffffu, early, (int)t) : ((const int*)a.x)[t];
-            if (r >= 0 && r < limit) f(r, A(1), w % parts, parts);  // a bad entry is skipped
+        // 32-bit: a list holds fewer than 2^31 neurons, and count * parts is at most the grid's
+        // warps or the count
+        const unsigned count = (unsigned)listed(a), warps = (unsigned)warps_in_grid();
+        const unsigned parts = count > 0 && warps > count ? warps / count : 1;
+        const bool interleaved = parts >= INTERLEAVED_PARTS_MIN;
+        for (unsigned w = (unsigned)warp_id(); w < count * parts; w += warps) {
+            const unsigned t = interleaved ? w % count : w / parts, part = interleaved ? w / count : w % parts;
+            const int r = t < 32 ? __shfl_sync(0xffffffffu, early, (int)t) : ((const int*)a.x)[t];
+            if (r >= 0 && r < limit) f(r, A(1), part, parts);  // a bad entry is skipped
         }
     }
 };

@@ -47,12 +47,8 @@ template <class T> __device__ void dense_post(const Args& a) {
     }
 }
 
-// pre on a spike list takes 38 registers unbounded (48 warps an SM; its grid brings 64 an SM:
-// plasticity pre on 100,000² 10.4 graph µs against 8.8 at 32, bench/NOTES.md, "A short spike
-// list read beside its count"); f64 weights need 40.
-#define PRE_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 6 : 8)
 #define PLASTICITY(T, TN, E, EN)                                                                \
-    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (256, PRE_BLOCKS_PER_SM(T)), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>)) \
+    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>)) \
     EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (256), (warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>))
 // Dense rules read spike lists only: an event vector is listed first (src/cuda/ops.rs).
 #define DENSE_PLASTICITY(T, TN)                                                  \
