@@ -259,8 +259,7 @@ template <> struct Inputs<SpikeList> {
     template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f) {
         constexpr unsigned INTERLEAVED_PARTS_MIN = 8;
         const int early = lane_id() < a.lines ? ((const int*)a.x)[lane_id()] : -1;
-        // 32-bit: a list holds fewer than 2^31 neurons, and count * parts is at most the grid's
-        // warps or the count
+        // 32-bit: the count is an int32, and count * parts is at most the grid's warps or the count
         const unsigned count = (unsigned)listed(a), warps = (unsigned)warps_in_grid();
         const unsigned parts = count > 0 && warps > count ? warps / count : 1;
         const bool interleaved = parts >= INTERLEAVED_PARTS_MIN;
