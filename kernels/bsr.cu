@@ -102,15 +102,17 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 
 // f16/bf16 on Hopper's tensor cores (sm_90a; blocks of 32 to 128 rows and columns; B and A's
 // values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384 threads computes tiles
-// of C of TILE_ROWS x 256: 128 rows for 128-row blocks and for pairs of 64 x 64+ blocks' rows,
-// else 64 (of which a 32- or 16-row block keeps its first rows: the MMA's others read the next
-// blocks' values and are dropped). The grid is persistent (a block per SM). Warpgroup 0 is the
-// producer: one thread walks its tiles' block rows' stored blocks in slices of KS columns (64,
-// or the block's 32 or 16) and loads each slice of A (TILE_ROWS x KS) and the B rows it meets
-// (KS x 256, in 64-column boxes) into a ring of 4 stages of 64 of K (narrow blocks: 2 or 4
-// blocks of the row a stage), swizzled (B's rows 128 bytes, A's 2 KS bytes). Warpgroups 1 and 2
-// consume: each multiplies its part with up to four m64nNk16 wgmmas per stage (of a 128-row
-// tile, rows 64g, N = 256; of a 64-row one, columns 128g, N = 128), then frees the stage.
+// of C of 128 x 256 (128-row blocks, and pairs of 64 x 64+ blocks' rows) or 64 x 512 (others:
+// a 32- or 16-row block keeps its first rows, the MMA's others read the next blocks' values and
+// are dropped), so that every staged byte of B feeds 64 rows or more and each consumer's
+// wgmmas are m64n256. The grid is persistent (a block per SM). Warpgroup 0 is the producer:
+// one thread walks its tiles' block rows' stored blocks in slices of KS columns (64, or the
+// block's 32 or 16) and loads each slice of A (TILE_ROWS x KS) and the B rows it meets (KS x
+// TILE_COLS, in 64-column boxes) into a ring of stages of 64 of K (narrow blocks: 2 or 4 blocks
+// of the row a stage), swizzled (B's rows 128 bytes, A's 2 KS bytes): 4 stages of 48 KB, or 3
+// of 72 KB for 64-row tiles. Warpgroups 1 and 2 consume: each multiplies its part (of a 128-row
+// tile rows 64g, of a 64-row one columns 256g) with up to four m64n256k16 wgmmas per stage, then
+// frees the stage.
 // full[s] completes when a stage's bytes have landed, empty[s] when both consumers are done
 // with it.
 // PAIRS (bsrmm:wgmma_pairs; 64-row blocks, 64 columns or more): a tile is block rows 2p and
@@ -123,8 +125,8 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 // issuing each of the next tile's first four stages (HeldTile, hopper.cuh), in whole 32-byte
 // sectors: C's writes overlap the MMAs instead of stalling both consumers after every tile.
 #define WG_STAGE_K 64         // K of a stage: a slice of 64 columns, or 2 or 4 whole blocks
-#define WG_RING_K 256         // K the ring holds: 4 stages
-#define WG_TILE_COLS 256
+#define WG_RING_BYTES (216 * 1024)  // the ring: as many stages as fit (4 of 48 KB, 3 of 72 KB)
+#define WG_N 256              // columns of C a consumer's wgmmas cover
 #define WG_BOX 64             // columns of one TMA box of B (128 bytes)
 #define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
 #define WG_THREADS 384
@@ -143,8 +145,8 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 struct WgTile {
     int64_t block_row, col;  // first block row, first column of C
 };
-template <int ROWS, bool ORDERED = false> __device__ WgTile wg_tile(const Args& a, int64_t b) {
-    constexpr int TILE_COLS = WG_TILE_COLS, GROUP = WG_GROUP_COLS / TILE_COLS;
+template <int ROWS, int TILE_COLS, bool ORDERED = false> __device__ WgTile wg_tile(const Args& a, int64_t b) {
+    constexpr int GROUP = WG_GROUP_COLS / TILE_COLS;
     const int64_t strips = (a.ldaux + ROWS - 1) / ROWS;
     const int64_t tiles_n = (a.n + TILE_COLS - 1) / TILE_COLS, first = b / (strips * GROUP) * GROUP;
     const int64_t width = min((int64_t)GROUP, tiles_n - first), rest = b - first * strips;
@@ -162,12 +164,12 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using namespace hopper;
     static_assert(!PAIRS || (TILE_ROWS == 128 && KS == 64), "pairs of 64 x 64+ blocks' rows");
-    constexpr int TILE_COLS = WG_TILE_COLS, N = TILE_ROWS == 128 ? 256 : 128, ROWS = PAIRS ? 2 : 1;
+    constexpr int N = WG_N, TILE_COLS = TILE_ROWS == 128 ? N : 2 * N, ROWS = PAIRS ? 2 : 1;
     // A stage holds WG_STAGE_K of K: SLOTS slices of KS columns, each its own A region
     // (TILE_ROWS rows of A_ROW bytes) and its KS rows of the B boxes (64 columns, 128-byte rows).
     constexpr int SLOTS = WG_STAGE_K / KS, A_ROW = KS * 2, A_SLOT = TILE_ROWS * A_ROW, A_HALF = 64 * A_ROW;
     constexpr int A_BYTES = SLOTS * A_SLOT, BOX_BYTES = WG_STAGE_K * WG_BOX * 2, B_SLOT = KS * TILE_COLS * 2;
-    constexpr int STAGE_BYTES = A_BYTES + WG_STAGE_K * TILE_COLS * 2, WG_STAGES = WG_RING_K / WG_STAGE_K;
+    constexpr int STAGE_BYTES = A_BYTES + WG_STAGE_K * TILE_COLS * 2, WG_STAGES = WG_RING_BYTES / STAGE_BYTES;
     extern __shared__ uint8_t raw[];
     uint8_t* ring = (uint8_t*)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023);  // swizzle atoms: 1024 B
     __shared__ uint64_t full[WG_STAGES], empty[WG_STAGES];
@@ -238,7 +240,7 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
             // the row's latencies hide behind a tile's loads).
             auto tile_at = [&](int64_t b) {
                 if (b >= end) return QueuedTile{0, 0, 0, -1};
-                const WgTile w = wg_tile<1, true>(a, b);
+                const WgTile w = wg_tile<1, TILE_COLS, true>(a, b);
                 const int64_t first = row_start(a, w.block_row);
                 return QueuedTile{(int)w.block_row, (int)w.col, (int)first, (int)(row_start(a, w.block_row + 1) - first)};
             };
@@ -258,7 +260,7 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
             }
         } else {
             for (int64_t b = blockIdx.x; b < end; b += gridDim.x) {
-                const WgTile tile = wg_tile<ROWS>(a, b);
+                const WgTile tile = wg_tile<ROWS, TILE_COLS>(a, b);
                 if constexpr (PAIRS) {
                     // Two-pointer walk of both rows' blocks: each stored block is met once (in any
                     // order); a column both rows hold in turn is one stage for both.
@@ -293,7 +295,7 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     registers_up<224>();
     const int g = warpgroup - 1, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
     const int a_part = TILE_ROWS == 128 ? g * A_HALF : 0;            // bytes: 64 rows
-    const int b_part = TILE_ROWS == 128 ? 0 : g * 2 * BOX_BYTES;     // two boxes of 64 columns
+    const int b_part = TILE_ROWS == 128 ? 0 : g * N / WG_BOX * BOX_BYTES;  // boxes of 64 columns
     const bool pairs = pairs_aligned<TC>(a.y, a.ldy);
     // 16-bit C without beta: a tile's C waits in registers and is stored in the shadow of the
     // next tile's wgmmas (HeldTile), so stores and MMAs overlap; else it is stored after the tile.
@@ -345,7 +347,7 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
         // to no block: dropped.
         const int local = (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
         const int64_t row = tile.block_row * a.m + local, row_end = (PAIRS ? a.ldaux : tile.block_row + 1) * a.m;
-        const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * 128) + 2 * (lane % 4);
+        const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * N) + 2 * (lane % 4);
         if constexpr (HOLDS) {
             if (holding) {
                 held.store_rest();
@@ -370,7 +372,7 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
         }
     } else {
         for (int64_t b = blockIdx.x, end = tiles(); b < end; b += gridDim.x) {
-            const WgTile tile = wg_tile<ROWS>(a, b);
+            const WgTile tile = wg_tile<ROWS, TILE_COLS>(a, b);
             consume(tile, PAIRS ? 0 : row_start(a, tile.block_row + 1) - row_start(a, tile.block_row));
         }
     }

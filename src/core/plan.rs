@@ -227,8 +227,8 @@ algorithms! {
     /// Block-sparse times dense.
     Bsrmm = "bsrmm" {
         /// Hopper's tensor cores (sm_90): wgmma from shared memory fed by TMA through a
-        /// 4-stage pipeline, a producer and two consumer warpgroups; 64 x 256 or 128 x 256 tiles
-        /// of C (f16/bf16, every block shape, 16-byte aligned operands).
+        /// pipeline of 3-4 stages, a producer and two consumer warpgroups; 64 x 512 or 128 x 256
+        /// tiles of C (f16/bf16, every block shape, 16-byte aligned operands).
         Wgmma = "wgmma" on Gpu,
         /// `wgmma` with two block rows of 64 x 64+ blocks in each 128 x 256 tile of C, one a
         /// consumer: the producer walks the union of their block columns and loads each B slice
@@ -650,10 +650,11 @@ impl BsrmmCall {
     }
 }
 
-/// Where `wgmma_pairs` beats `wgmma` (8192³ bf16, 64 x 64 blocks, bench/NOTES.md, "bsrmm: two
-/// block rows a tile"): dense enough that the rows share many B slices (50 %: -16 %, 25 %: -3 %,
-/// 10 %: +3-7 %).
-const PAIRS_DENSITY_MIN: f64 = 0.2;
+/// Where `wgmma_pairs` beats `wgmma` on 64 x 512 tiles (8192³ bf16, 64 x 64 blocks, H200,
+/// bench/NOTES.md, "bsrmm: 64-row tiles of 512 columns"): dense enough that the two rows share
+/// most B slices. At 50 % one call takes 1,070-1,083 µs paired against 1,100-1,119 (back to back
+/// in a graph the order turns: 1,204-1,211 against 1,135-1,141); at 25 % 662-815 against 589-600.
+const PAIRS_DENSITY_MIN: f64 = 0.4;
 
 /// `wgmma` on 64-row blocks draws its tiles from a counter, rows longest first, where rows are
 /// this short (1.5 %, ~2 blocks a row: -17 % against the fixed order, and faster than the pairs;

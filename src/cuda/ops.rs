@@ -928,11 +928,13 @@ pub fn bsrmm_tma(s: &Stream, a: &Bsr, b: &Dense) -> bool {
         && (b.cols as u64) < i32::MAX as u64
 }
 
-/// Shape of bsrmm's Hopper kernel (kernels/bsr.cu, bsrmm_wgmma): its threads, the columns of a
-/// tile of C, the K its ring of stages holds, and the columns of a TMA box of B.
+/// Shape of bsrmm's Hopper kernel (kernels/bsr.cu, bsrmm_wgmma): its threads, the columns of C a
+/// consumer covers, the K of a stage, the most bytes its ring of stages takes, and the columns
+/// of a TMA box of B.
 const WG_THREADS: u32 = 384;
-const WG_TILE_COLS: u64 = 256;
-const WG_RING_K: u64 = 256;
+const WG_N: u64 = 256;
+const WG_STAGE_K: u64 = 64;
+const WG_RING_BYTES: u64 = 216 * 1024;
 const WG_BOX: u32 = 64;
 /// The tile counter's queue after the ring (128-row blocks): 4 tiles of 16 bytes and 8 barriers.
 const WG_TILE_QUEUE_BYTES: u64 = 4 * 16 + 8 * 8;
@@ -942,7 +944,7 @@ const BSRMM_PAIRS: i64 = 1;
 
 /// bsrmm on Hopper: tensor maps over A's values (boxes of 128 or 64 rows x a K slice) and over B
 /// (K slice x 64), tiles of 128 x 256 (128-row blocks, and `pairs` of block rows of 64 x 64+
-/// blocks) or 64 x 256 (others), K slices of 64 columns or the blocks' 32 or 16.
+/// blocks) or 64 x 512 (others), K slices of 64 columns or the blocks' 32 or 16.
 fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bool) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let esize = a.values.dtype.size() as u64;
@@ -954,7 +956,8 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let b_shape = (b.rows as u64, b.cols as u64, b.ld as u64 * esize);
     let b_map = TensorMap::swizzled_2d(gpu, b.dtype, b.buf.addr(), b_shape, (slice as u32, WG_BOX), 256)?;
     let strips = if pairs { (a.mb as u64).div_ceil(2) } else { a.mb as u64 };
-    let tiles = strips * (c.cols as u64).div_ceil(WG_TILE_COLS);
+    let tile_cols = if tile_m == 128 { WG_N } else { 2 * WG_N };
+    let tiles = strips * (c.cols as u64).div_ceil(tile_cols);
     let blocks = tiles.min(gpu.multiprocessors as u64); // persistent: one block per SM
     let mut args = Args { variant: if pairs { BSRMM_PAIRS } else { 0 }, ..*args };
     // 128-row blocks and short 64-row ones: tiles drawn from the stream's tile counter (which
@@ -963,9 +966,12 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     if let Some(counter) = counter {
         args = Args { order: a.heavy_first(s)?.addr(), out2: counter, ..args };
     }
-    // the ring of stages, 1 KB to align it to the swizzle atoms, and the counter's queue
+    // the ring of stages (4 of 48 KB or 3 of 72 KB), 1 KB to align it to the swizzle atoms, and
+    // the counter's queue
+    let stage_bytes = (tile_m + tile_cols) * WG_STAGE_K * esize;
+    let stages = WG_RING_BYTES / stage_bytes;
     let queue = if counter.is_some() { WG_TILE_QUEUE_BYTES } else { 0 };
-    let shared = (tile_m + WG_TILE_COLS) * WG_RING_K * esize + 1024 + queue;
+    let shared = stages * stage_bytes + 1024 + queue;
     let family = match (counter.is_some(), tile_m) {
         (false, _) => BSRMM_WGMMA,
         (true, 128) => BSRMM_WGMMA_COUNTER,
