@@ -1,6 +1,7 @@
-// Plasticity, in place on the weights (SPEC §3.4): spikes in x (an event vector, or a spike
-// list: common.cuh), the trace in aux, the weights in `weights` (CSR) or y (dense). Each weight
-// is touched by one thread (a neuron listed twice: by two, unordered), so no atomics.
+// Plasticity, in place on the weights (SPEC §3.4): spikes in x as a spike list (common.cuh; an
+// event vector is listed first, but for pre on few neurons: src/cuda/ops.rs), the trace in aux,
+// the weights in `weights` (CSR) or y (dense). Each weight is touched by one thread (a neuron
+// listed twice: by two, unordered), so no atomics.
 #include "active_lines.cuh"
 
 // CSR pre and post (warp_per_line): w = clip(w + trace) for the entries of the active lines,
@@ -47,12 +48,13 @@ template <class T> __device__ void dense_post(const Args& a) {
     }
 }
 
-#define PLASTICITY(T, TN, E, EN)                                                                \
-    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>)) \
-    EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (256), (warp_per_line<E, CscWalk, AddTrace<T, CscWalk>>))
-// Dense rules read spike lists only: an event vector is listed first (src/cuda/ops.rs).
-#define DENSE_PLASTICITY(T, TN)                                                  \
-    EVS_KERNEL(dense_pre_##TN##_i32, (256), dense_pre<T>) \
+// Post and the dense rules read spike lists only: an event vector is listed first; pre reads
+// an event vector of few neurons directly (src/cuda/ops.rs, csr_plasticity).
+#define CSR_PRE(T, TN, E, EN) \
+    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>))
+#define PLASTICITY_ALL(T, TN)                                                                        \
+    EVS_FOR_SPIKE_INPUTS(CSR_PRE, T, TN)                                                             \
+    EVS_WEIGHTS_KERNEL(csr_post_##TN##_i32, (256), (warp_per_line<SpikeList, CscWalk, AddTrace<T, CscWalk>>)) \
+    EVS_KERNEL(dense_pre_##TN##_i32, (256), dense_pre<T>)                                            \
     EVS_KERNEL(dense_post_##TN##_i32, (256), dense_post<T>)
-#define PLASTICITY_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(PLASTICITY, T, TN) DENSE_PLASTICITY(T, TN)
 EVS_FOR_FLOATS(PLASTICITY_ALL)

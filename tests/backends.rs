@@ -1019,7 +1019,14 @@ fn csr_plasticity_matches_cpu() {
         for t in FLOATS {
             for e in SPIKE_INPUTS {
                 for post in [false, true] {
-                    let pat = pattern(&mut p.rng);
+                    // pre on event vectors of 22,000 neurons or more lists them first
+                    // (PRE_LISTED_MIN_NEURONS, src/cuda/ops.rs)
+                    let pat = if !post && p.rng.below(3) == 0 {
+                        let shape = (22_000 + p.rng.below(3000), 1 + p.rng.below(200));
+                        uniform_pattern(&mut p.rng, shape, 2)
+                    } else {
+                        pattern(&mut p.rng)
+                    };
                     let (dev_a, cpu_a, _) = csr_both(p, &pat, t, false);
                     let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
                     let spikes = p.spikes(e, n_spikes, false);

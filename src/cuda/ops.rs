@@ -114,21 +114,17 @@ impl Listed {
     }
 }
 
-/// The input of a plasticity or event launch, with the dtype slot its kernels are named for
-/// (a spike list's is int32).
-fn spike_args(spikes: Spikes, args: Args) -> (Args, DType) {
-    match spikes {
-        Spikes::Events(x) => (Args { x: x.buf.addr(), ldx: x.ld as i64, events: 1, ..args }, x.dtype),
-        Spikes::List(list) => (list_args(list, args), DType::I32),
-    }
-}
-
 /// Warps for the warp-per-line kernels on a spike list: one per index it has room for, up to a
 /// full GPU. The kernels share them among the listed lines (the count is on the device),
 /// several warps per line when few neurons spike. A full GPU for every list measured slower on
 /// small networks: 4.46 against 3.82 µs at 4,000 neurons (bench/NOTES.md, "Spike lists").
 fn list_warps(gpu: &super::Gpu, list: SpikeList) -> Grid {
-    Grid::warps((list.capacity() as u64).clamp(1, gpu.multiprocessors as u64 * LIST_WARPS_PER_SM))
+    list_grid(gpu, list.capacity())
+}
+
+/// `list_warps` for a list with room for `capacity` indices.
+fn list_grid(gpu: &super::Gpu, capacity: usize) -> Grid {
+    Grid::warps((capacity as u64).clamp(1, gpu.multiprocessors as u64 * LIST_WARPS_PER_SM))
 }
 
 /// Warps per SM of the spike-list launches (a full SM holds 64).
@@ -843,19 +839,46 @@ pub fn csr_plasticity(
     hi: f64,
 ) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let args = Args { aux: trace.buf.addr(), lo, hi, csc_stale: a.csc_stale_flag(), ..csr_args(a) };
-    let (args, input) = spike_args(spikes, args);
-    let warps = |lines: usize| match spikes {
-        Spikes::Events(_) => line_blocks(gpu, lines),
-        Spikes::List(list) => list_warps(gpu, list),
+    let base = Args { aux: trace.buf.addr(), lo, hi, csc_stale: a.csc_stale_flag(), ..csr_args(a) };
+    let family = match alg {
+        CsrPlasticity::Reference => return Err(cpu_only(alg)),
+        CsrPlasticity::PostColumns => CSR_POST,
+        CsrPlasticity::PreRows => CSR_PRE,
     };
-    let (t, e) = (Some(a.dtype), Some(input));
-    match alg {
-        CsrPlasticity::Reference => Err(cpu_only(alg)),
-        CsrPlasticity::PostColumns => {
-            gpu.launch(stream, gpu.kernel(CSR_POST, t, e)?, warps(a.k), &with_csc(s, a, args)?)
+    let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
+    // pre on an event vector of few neurons walks it directly: blocks take runs of candidates
+    if let (CsrPlasticity::PreRows, Spikes::Events(x)) = (alg, spikes) {
+        if x.rows < PRE_LISTED_MIN_NEURONS {
+            let args = Args { x: x.buf.addr(), ldx: x.ld as i64, events: 1, ..base };
+            return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, line_blocks(gpu, a.m), &args);
         }
-        CsrPlasticity::PreRows => gpu.launch(stream, gpu.kernel(CSR_PRE, t, e)?, warps(a.m), &args),
+    }
+    let launch = |args: Args, capacity: usize| {
+        let function = gpu.kernel(family, Some(a.dtype), Some(DType::I32))?;
+        gpu.launch(stream, function, list_grid(gpu, capacity), &args)
+    };
+    // else an event vector is listed first, then walked as a spike list: every warp of the grid
+    // shares the live lines, where blocks walking their own runs of candidates wait on the ones
+    // that drew several (bench/NOTES.md, "Plasticity on event vectors listed first")
+    on_spike_list(s, spikes, base, launch)
+}
+
+/// Event vectors of plasticity pre shorter than this run the vector kernel: at 5,000 neurons it
+/// beat listing first (5.7 against 6.1 µs), at 100,000 lost (13.5 against 12.8); the bound lies
+/// between, at the geometric mean (bench/NOTES.md, "Plasticity on event vectors listed first").
+const PRE_LISTED_MIN_NEURONS: usize = 22_000;
+
+/// `launch(args, capacity)` on a spike list, or on an event vector listed first into the
+/// stream's scratch (`on_event_columns`): `base` with the list's arguments, and its capacity.
+fn on_spike_list(s: &Stream, spikes: Spikes, base: Args, launch: impl FnOnce(Args, usize) -> Result<()>) -> Result<()> {
+    match spikes {
+        Spikes::List(list) => launch(list_args(list, base), list.capacity()),
+        Spikes::Events(x) => {
+            let events = Args { x: x.buf.addr(), ldx: x.ld as i64, ..Args::default() };
+            on_event_columns(s, events, (x.rows, 1, x.dtype), |listed| {
+                launch(listed.as_spike_list(base), listed.capacity)
+            })
+        }
     }
 }
 
@@ -898,14 +921,9 @@ pub fn dense_plasticity(
         return Ok(());
     }
     let family = if post { DENSE_POST } else { DENSE_PRE };
-    let launch = |args: Args| gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(DType::I32))?, grid, &args);
-    match spikes {
-        Spikes::List(list) => launch(list_args(list, base)),
-        Spikes::Events(x) => {
-            let events = Args { x: x.buf.addr(), ldx: x.ld as i64, ..Args::default() };
-            on_event_columns(s, events, (x.rows, 1, x.dtype), |listed| launch(listed.as_spike_list(base)))
-        }
-    }
+    on_spike_list(s, spikes, base, |args, _| {
+        gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(DType::I32))?, grid, &args)
+    })
 }
 
 /// Whether B and A's values are aligned for the WMMA paths: B's columns and row stride multiples
