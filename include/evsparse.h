@@ -744,8 +744,9 @@ evs_status evs_csr_validate(struct evs_stream *stream,
 /**
  * Builds and caches the derived structures (the CSC mirror and its permutation, and for rows
  * sorted by column and long enough, where each row's entries of each 4,096-column slice begin;
- * on the context's device) now, so that later operations allocate nothing and never synchronize the
- * host (a timestep loop can then be captured in a CUDA graph). Waits for the stream.
+ * on the context's device, and the stream's scratch that plasticity on an event vector lists it
+ * into) now, so that later operations allocate nothing and never synchronize the host (a timestep
+ * loop can then be captured in a CUDA graph). Waits for the stream.
  *
  * @param stream stream the work is queued on; its context is the operation's
  * @param csr    the matrix

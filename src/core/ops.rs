@@ -492,6 +492,8 @@ pub fn analyse(s: &Stream, a: &Csr) -> Result<()> {
         }
         Backend::Cuda(_) => {
             a.device_analysis(s)?;
+            // plasticity on an event vector lists it in the stream scratch first
+            cuda::reserve_spike_listing(s, a.m.max(a.k))?;
         }
     }
     Ok(())

@@ -1070,10 +1070,21 @@ fn on_event_columns(
     (rows, columns, dtype): (usize, usize, DType),
     launch: impl FnOnce(Listed) -> Result<()>,
 ) -> Result<()> {
-    let scratch = scratch(s, 4 * columns * (rows + 1))?;
+    let scratch = scratch(s, listing_bytes(rows, columns))?;
     let listed = Listed { indices: scratch.ptr + 4 * columns as u64, count: scratch.ptr, capacity: rows };
     list_event_columns(s, events, (columns, dtype), listed)?;
     launch(listed)
+}
+
+/// Scratch bytes of `on_event_columns`: each column's count, then its list of up to `rows`.
+fn listing_bytes(rows: usize, columns: usize) -> usize {
+    4 * columns * (rows + 1)
+}
+
+/// Takes the stream scratch that plasticity on an event vector of up to `neurons` entries lists
+/// it into, so that calls after analysis allocate nothing (a graph captured then stays valid).
+pub fn reserve_spike_listing(s: &Stream, neurons: usize) -> Result<()> {
+    scratch(s, listing_bytes(neurons, 1)).map(drop)
 }
 
 /// Copies the cached CSC mirror into the caller's arrays, narrowing to int32 where asked.

@@ -768,8 +768,9 @@ pub unsafe extern "C" fn evs_csr_validate(stream: *mut evs_stream, csr: *const e
 
 /// Builds and caches the derived structures (the CSC mirror and its permutation, and for rows
 /// sorted by column and long enough, where each row's entries of each 4,096-column slice begin;
-/// on the context's device) now, so that later operations allocate nothing and never synchronize the
-/// host (a timestep loop can then be captured in a CUDA graph). Waits for the stream.
+/// on the context's device, and the stream's scratch that plasticity on an event vector lists it
+/// into) now, so that later operations allocate nothing and never synchronize the host (a timestep
+/// loop can then be captured in a CUDA graph). Waits for the stream.
 ///
 /// @param stream stream the work is queued on; its context is the operation's
 /// @param csr    the matrix
