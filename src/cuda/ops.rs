@@ -864,8 +864,9 @@ pub fn csr_plasticity(
 }
 
 /// Event vectors of plasticity pre shorter than this run the vector kernel: at 5,000 neurons it
-/// beat listing first (5.7 against 6.1 µs), at 100,000 lost (13.5 against 12.8); the bound lies
-/// between, at the geometric mean (bench/NOTES.md, "Plasticity on event vectors listed first").
+/// beat listing first (5.7 against 6.1 µs), at 100,000 listing won (12.6-12.9 against 13.5); the
+/// bound lies between, at the geometric mean (bench/NOTES.md, "Plasticity on event vectors
+/// listed first").
 const PRE_LISTED_MIN_NEURONS: usize = 22_000;
 
 /// `launch(args, capacity)` on a spike list, or on an event vector listed first into the
