@@ -118,12 +118,7 @@ impl Listed {
 /// full GPU. The kernels share them among the listed lines (the count is on the device),
 /// several warps per line when few neurons spike. A full GPU for every list measured slower on
 /// small networks: 4.46 against 3.82 µs at 4,000 neurons (bench/NOTES.md, "Spike lists").
-fn list_warps(gpu: &super::Gpu, list: SpikeList) -> Grid {
-    list_grid(gpu, list.capacity())
-}
-
-/// `list_warps` for a list with room for `capacity` indices.
-fn list_grid(gpu: &super::Gpu, capacity: usize) -> Grid {
+fn list_warps(gpu: &super::Gpu, capacity: usize) -> Grid {
     Grid::warps((capacity as u64).clamp(1, gpu.multiprocessors as u64 * LIST_WARPS_PER_SM))
 }
 
@@ -432,7 +427,8 @@ pub fn spmv_spikes_n(s: &Stream, alpha: f64, a: &Csr, list: SpikeList, beta: f64
     let (gpu, stream) = parts(s)?;
     let args = with_csc_weights(s, a, list_product_args(list, alpha, a, beta, y))?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
-    gpu.launch(stream, gpu.kernel(SPMV_CSC_SCATTER, Some(a.dtype), Some(DType::I32))?, list_warps(gpu, list), &args)
+    let function = gpu.kernel(SPMV_CSC_SCATTER, Some(a.dtype), Some(DType::I32))?;
+    gpu.launch(stream, function, list_warps(gpu, list.capacity()), &args)
 }
 
 /// spmv T on a spike list: `output_slices`, or a warp per listed row (`row_warp_scatter`,
@@ -445,7 +441,7 @@ pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeLis
     let (gpu, stream) = parts(s)?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
     let function = gpu.kernel(SPMV_ROW_WARP_SCATTER, Some(a.dtype), Some(DType::I32))?;
-    gpu.launch(stream, function, list_warps(gpu, list), &args)
+    gpu.launch(stream, function, list_warps(gpu, list.capacity()), &args)
 }
 
 fn list_product_args(list: SpikeList, alpha: f64, a: &Csr, beta: f64, y: &Dense) -> Args {
@@ -855,7 +851,7 @@ pub fn csr_plasticity(
     }
     let launch = |args: Args, capacity: usize| {
         let function = gpu.kernel(family, Some(a.dtype), Some(DType::I32))?;
-        gpu.launch(stream, function, list_grid(gpu, capacity), &args)
+        gpu.launch(stream, function, list_warps(gpu, capacity), &args)
     };
     // else an event vector is listed first, then walked as a spike list: every warp of the grid
     // shares the live lines, where blocks walking their own runs of candidates wait on the ones
