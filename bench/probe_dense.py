@@ -5,7 +5,7 @@
 # (graph µs, errors checked) over columns, dtypes and densities (ALGS: the algorithms, comma-separated);
 # `time_small` mv N / T, T with 10 columns and dense plasticity
 # pre / post on W 10000² f32 at 1 % (the plan's choices, results checked; ONCE=1: untimed, for
-# ncu); `ncu` runs two calls each of f32 and f16 W 10000² and f32 5000², n = 100 at 1 % (OP=T: T)
+# ncu); `time_n` f32 N over n (graph µs, errors); `ncu` runs two calls each of f32 and f16 W 10000² and f32 5000², n = 100 at 1 % (OP=T: T)
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -33,6 +33,18 @@ elif mode == "time":
         ev = bench.timed(f) * 1e3; gr = bench.graphed(evs, f) * 1e3; rd = bench.timed(lambda: W.sum()) * 1e3
         out.append(f"{m}² n={n} {str(dt)[6:]}: {ev:.1f} / {gr:.1f} graph (W.sum {rd:.1f})")
         del W, S, C
+    print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
+elif mode == "time_n":
+    # f32 N over n (the MMAs' width follows n between 64 and 128), errors checked
+    out = []
+    for m in (5000, 10000):
+        for n in (64, 72, 100, 112, 128):
+            W, S, C, f = setup(m, m, n, torch.float32)
+            f(); torch.cuda.synchronize()
+            ref = W.double() @ S.double()
+            err = ((C.double() - ref).norm() / ref.norm()).item()
+            out.append(f"{m}² n={n}: {bench.graphed(evs, f) * 1e3:.1f} ({err:.0e})")
+            del W, S, C
     print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
 elif mode == "time_small":
     n = 10000

@@ -585,7 +585,7 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
 template <class T> __host__ __device__ constexpr int listed_pitch() { return DW_ROWS * sizeof(T) + 16; }
 
 // One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W (`w`) times the
-// stage's E boxes (`e`, DW_K_STEP rows of DW_BOX columns each). N: `w` is boxes of 128-byte
+// first MW columns of the stage's E boxes (`e`, DW_K_STEP rows of DW_BOX columns each). N: `w` is boxes of 128-byte
 // swizzled rows (DW_ROWS rows each; a row's 16-byte chunk j sits at chunk j ^ (row % 8)); T: the
 // warpgroup's columns of the listed rows (listed_pitch), so a slice of A (64 outputs by 16
 // inputs) is 16 rows of W, or (`boxed`: a chunk read whole) the warpgroup's swizzled boxes of
@@ -602,8 +602,8 @@ template <class T> __host__ __device__ constexpr int listed_pitch() { return DW_
 // pending wgmma; with a group a stage in flight, the next stage's split once overwrote them:
 // bench/NOTES.md). `loaded()` runs once the stage's W is in registers (never for f16/bf16
 // boxes), `previous_done()` once the previous stage's wgmmas are complete.
-template <class T, int NT, bool TRANS, bool HALF_BOXED, class F, class G>
-__device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w, bool boxed, const uint8_t* e,
+template <class T, int MW, bool TRANS, bool HALF_BOXED, class F, class G>
+__device__ __forceinline__ void dense_stage(float (*d)[MW / 2], const uint8_t* w, bool boxed, const uint8_t* e,
                                             F loaded, G previous_done) {
     using namespace hopper;
     constexpr int SLICES = DW_K_STEP / 16, BOX_COLS = 128 / sizeof(T), BOX_SLICES = BOX_COLS / 16;
@@ -618,9 +618,9 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
 #pragma unroll
         for (int kq = 0; kq < SLICES; kq++) {
             if constexpr (TRANS)  // the box as an M-major operand
-                wgmma_m64k16<T, NT, true>(d[0], swizzled_desc<128>(w + kq * 16 * 128, DW_K_STEP * 128, 1024), b_desc(kq));
+                wgmma_m64k16<T, MW, true>(d[0], swizzled_desc<128>(w + kq * 16 * 128, DW_K_STEP * 128, 1024), b_desc(kq));
             else
-                wgmma_m64k16<T, NT>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
+                wgmma_m64k16<T, MW>(d[0], swizzled_desc<128>(w_box(kq) + w_col(kq), 16, 1024), b_desc(kq));
         }
         wgmma_commit();
         wgmma_wait<1>();
@@ -637,7 +637,7 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
         loaded();
         wgmma_fence();
 #pragma unroll
-        for (int kq = 0; kq < SLICES; kq++) wgmma_m64k16<T, NT>(d[0], a[kq], b_desc(kq));
+        for (int kq = 0; kq < SLICES; kq++) wgmma_m64k16<T, MW>(d[0], a[kq], b_desc(kq));
         wgmma_commit();
         wgmma_wait<0>();
         previous_done();
@@ -673,9 +673,9 @@ __device__ __forceinline__ void dense_stage(float (*d)[NT / 2], const uint8_t* w
 #pragma unroll
                 for (int j = 0; j < 4; j++) part[q][j] = split_bf16(v[kq][j]);
             wgmma_fence();  // the parts, written here, are read by the wgmmas
-            wgmma_m64k16<bf16, NT>(d[1], part[2], b_desc(kq));
-            wgmma_m64k16<bf16, NT>(d[1], part[1], b_desc(kq));
-            wgmma_m64k16<bf16, NT>(d[0], part[0], b_desc(kq));
+            wgmma_m64k16<bf16, MW>(d[1], part[2], b_desc(kq));
+            wgmma_m64k16<bf16, MW>(d[1], part[1], b_desc(kq));
+            wgmma_m64k16<bf16, MW>(d[0], part[0], b_desc(kq));
             wgmma_commit();
             wgmma_wait<1>();
             if (kq == 0) previous_done();
@@ -778,7 +778,9 @@ __device__ __forceinline__ void copy_listed_rows(const Args& a, const ListedStep
 // E's from L2 few, and W's slot is free as soon as the consumers hold its fragments in
 // registers (f32, and T). N reads a step of W in boxes of 128 bytes of DW_ROWS rows (a TMA
 // thread); T a step of listed rows (64 threads, copy_listed_rows), E's rows where they are listed.
-template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+// The MMAs are MW columns wide (MW <= NT; E's columns past MW are never read: a tile narrower
+// than its boxes).
+template <class T, int NT, bool TRANS, int MW = NT> __device__ __forceinline__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
     using namespace hopper;
     constexpr int BOX_COLS = 128 / sizeof(T);  // elements of a 128-byte box row
     constexpr int WB = DW_K_STEP / BOX_COLS;   // N: W boxes a step
@@ -789,7 +791,7 @@ template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorM
     constexpr int E_RING = T32 ? RING - DW_W_STAGES_T32 * W_BYTES : DW_E_RING;
     constexpr int E_STAGES = E_RING / E_BYTES < 2 ? 2 : E_RING / E_BYTES > 6 ? 6 : E_RING / E_BYTES;
     constexpr int W_STAGES = (RING - E_STAGES * E_BYTES) / W_BYTES;
-    constexpr int REGS = NT / 2;                    // accumulators a thread
+    constexpr int REGS = MW / 2;                    // accumulators a thread
     constexpr int SETS = sizeof(T) == 4 ? 2 : 1;    // accumulator sets (f32: large and small parts)
     constexpr int PART = REGS / 4 * 256;            // float4s of a partial tile
     static_assert(W_STAGES >= 2, "two W stages at least");
@@ -914,7 +916,7 @@ template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorM
             // are done; W read into registers frees it then
             const bool w_in_mma = sizeof(T) == 2 && (!TRANS || boxed);
             auto stage = [&](auto half_boxed) {
-                dense_stage<T, NT, TRANS, decltype(half_boxed)::value>(
+                dense_stage<T, MW, TRANS, decltype(half_boxed)::value>(
                     d, w_ring + sw * W_BYTES + w_rows, boxed, e_ring + se * E_BYTES,
                     [&] { if (!w_in_mma && lane == 0) barrier_arrive(&w_empty[sw]); },
                     [&] { if (kk > k0) release(t - 1, previous_w_in_mma); });
@@ -960,17 +962,27 @@ template <class T, int NT, bool TRANS> __device__ void dense_wgmma(const TensorM
         }
         const int64_t row = tile / cols * DW_ROWS + g * 64 + warp * 16 + lane / 4;
         const int64_t col = tile % cols * NT + 2 * (lane % 4);
-        if (row < a.m) store_fragment<T, NT>(d[0], (T*)a.y + row * a.ldy + col, a.ldy, a.m - row, a.n - col, pairs, a);
+        if (row < a.m) store_fragment<T, MW>(d[0], (T*)a.y + row * a.ldy + col, a.ldy, a.m - row, a.n - col, pairs, a);
     });
+}
+
+// f32 N over 64 columns: MMAs n rounded up to 8 wide (MW from 128 down; 128 for several column
+// tiles). Three bf16 passes a slice make these products MMA-bound at 128 columns on the H200,
+// so n = 100 on m64n104 saves 19 % of the MMAs (bench/NOTES.md, "Dense mm N over n").
+template <class T, int MW> __device__ __forceinline__ void dense_wgmma_narrow(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+    if constexpr (MW == 72) dense_wgmma<T, 128, false, MW>(w_map, e_map, a);
+    else if (a.n > MW - 8) dense_wgmma<T, 128, false, MW>(w_map, e_map, a);
+    else dense_wgmma_narrow<T, MW - 8>(w_map, e_map, a);
 }
 #endif
 
 // Tiles by n (src/cuda/ops.rs, dense_wgmma_cols, mirrors this): DW_ROWS rows by 64, 128 or 256
 // columns; f32 W (two accumulator sets) at most 128 columns, wider products in several column
 // tiles.
-template <class T, bool TRANS> __device__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+template <class T, bool TRANS> __device__ __forceinline__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     if (a.n <= 64) dense_wgmma<T, 64, TRANS>(w_map, e_map, a);
+    else if constexpr (sizeof(T) == 4 && !TRANS) dense_wgmma_narrow<T, 128>(w_map, e_map, a);
     else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, TRANS>(w_map, e_map, a);
     else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256, TRANS>(w_map, e_map, a);
 #endif

@@ -119,17 +119,30 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
 #define WG_REGS_32 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define WG_REGS_64 WG_REGS_32 ", " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WG_REGS_36 WG_REGS_32 ", %32, %33, %34, %35"
+#define WG_REGS_40 WG_REGS_36 ", %36, %37, %38, %39"
+#define WG_REGS_44 WG_REGS_40 ", %40, %41, %42, %43"
+#define WG_REGS_48 WG_REGS_44 ", %44, %45, %46, %47"
+#define WG_REGS_52 WG_REGS_48 ", %48, %49, %50, %51"
+#define WG_REGS_56 WG_REGS_52 ", %52, %53, %54, %55"
+#define WG_REGS_60 WG_REGS_56 ", %56, %57, %58, %59"
+#define WG_REGS_64 WG_REGS_60 ", %60, %61, %62, %63"
 #define WG_REGS_128 WG_REGS_64 ", " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define WG_OUTS_32 WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24)
-#define WG_OUTS_64 WG_OUTS_32, WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
+#define WG_OUTS_36 WG_OUTS_32, WG_D4(32)
+#define WG_OUTS_40 WG_OUTS_32, WG_D8(32)
+#define WG_OUTS_44 WG_OUTS_40, WG_D4(40)
+#define WG_OUTS_48 WG_OUTS_40, WG_D8(40)
+#define WG_OUTS_52 WG_OUTS_48, WG_D4(48)
+#define WG_OUTS_56 WG_OUTS_48, WG_D8(48)
+#define WG_OUTS_60 WG_OUTS_56, WG_D4(56)
+#define WG_OUTS_64 WG_OUTS_56, WG_D8(56)
 #define WG_OUTS_128 WG_OUTS_64, WG_D8(64), WG_D8(72), WG_D8(80), WG_D8(88), WG_D8(96), WG_D8(104), WG_D8(112), WG_D8(120)
 
 // d (64 x N f32, the warpgroup's fragment) += A (64 x 16) · B (16 x N, N-major), B from shared
@@ -172,10 +185,23 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
     template <> __device__ __forceinline__ void wgmma_m64k16<T, 256>(float* d, const uint32_t(&a)[4], uint64_t b) { \
         WGMMA_RS(256, TYPE, WG_REGS_128, WG_OUTS_128, "{%128, %129, %130, %131}", "%132", "%133");                 \
     }
+// RS shapes between 64 and 128 columns (N a multiple of 8, R = N / 2 accumulators; A's
+// registers and the descriptor numbered from R on): f32 dense mm's bf16 parts at n's width.
+#define WGMMA_RS_NARROW(TYPE, T, N, R, A0, A1, A2, A3, B, P)                                                 \
+    template <> __device__ __forceinline__ void wgmma_m64k16<T, N>(float* d, const uint32_t(&a)[4], uint64_t b) { \
+        WGMMA_RS(N, TYPE, WG_REGS_##R, WG_OUTS_##R, "{%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}", "%" #B, "%" #P); \
+    }
 template <class T, int N, bool A_MN = false> __device__ __forceinline__ void wgmma_m64k16(float* d, uint64_t a, uint64_t b);
 template <class T, int N> __device__ __forceinline__ void wgmma_m64k16(float* d, const uint32_t (&a)[4], uint64_t b);
 WGMMA_SHAPES("f16", f16)
 WGMMA_SHAPES("bf16", bf16)
+WGMMA_RS_NARROW("bf16", bf16, 72, 36, 36, 37, 38, 39, 40, 41)
+WGMMA_RS_NARROW("bf16", bf16, 80, 40, 40, 41, 42, 43, 44, 45)
+WGMMA_RS_NARROW("bf16", bf16, 88, 44, 44, 45, 46, 47, 48, 49)
+WGMMA_RS_NARROW("bf16", bf16, 96, 48, 48, 49, 50, 51, 52, 53)
+WGMMA_RS_NARROW("bf16", bf16, 104, 52, 52, 53, 54, 55, 56, 57)
+WGMMA_RS_NARROW("bf16", bf16, 112, 56, 56, 57, 58, 59, 60, 61)
+WGMMA_RS_NARROW("bf16", bf16, 120, 60, 60, 61, 62, 63, 64, 65)
 
 // Stores a warpgroup's 64 x N f32 fragment d into C through blend (alpha, beta, rounding once):
 // d[4i + 2h + e] is row lane / 4 + 8h of the warp's 16, column 8i + 2 (lane % 4) + e. `c` is
