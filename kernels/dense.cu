@@ -384,6 +384,7 @@ template <class T> __device__ void lists_t(const Args& a) {
 #define DW_K_STEP 64               // columns of W a step: one 128-byte TMA box of f16/bf16, two of f32
 #define DW_RING_BYTES (192 * 1024) // W's and E's rings (src/cuda/ops.rs asks this much + 1 KB)
 #define DW_E_RING (96 * 1024)      // E's ring at most (2 to 6 stages); W's takes the rest
+#define DW_E_RING_F32 (64 * 1024)  // f32 N: four stages of 128 columns, so that W has four
 // T with f32 W: a larger ring (src/cuda/ops.rs asks this much + 1 KB): at least four stages of
 // W's padded rows, E's stages in the rest (five at 128 columns, six at 64)
 #define DW_RING_BYTES_T32 (216 * 1024)
@@ -788,7 +789,7 @@ template <class T, int NT, bool TRANS, int MW = NT> __device__ __forceinline__ v
     constexpr int W_BYTES = TRANS ? DW_K_STEP * listed_pitch<T>() : WB * DW_ROWS * 128;
     constexpr bool T32 = TRANS && sizeof(T) == 4;
     constexpr int RING = T32 ? DW_RING_BYTES_T32 : DW_RING_BYTES, E_BYTES = NT / DW_BOX * DW_K_STEP * 128;
-    constexpr int E_RING = T32 ? RING - DW_W_STAGES_T32 * W_BYTES : DW_E_RING;
+    constexpr int E_RING = T32 ? RING - DW_W_STAGES_T32 * W_BYTES : sizeof(T) == 4 ? DW_E_RING_F32 : DW_E_RING;
     constexpr int E_STAGES = E_RING / E_BYTES < 2 ? 2 : E_RING / E_BYTES > 6 ? 6 : E_RING / E_BYTES;
     constexpr int W_STAGES = (RING - E_STAGES * E_BYTES) / W_BYTES;
     constexpr int REGS = MW / 2;                    // accumulators a thread
@@ -969,10 +970,11 @@ template <class T, int NT, bool TRANS, int MW = NT> __device__ __forceinline__ v
 // f32 N over 64 columns: MMAs n rounded up to 8 wide (MW from 128 down; 128 for several column
 // tiles). Three bf16 passes a slice make these products MMA-bound at 128 columns on the H200,
 // so n = 100 on m64n104 saves 19 % of the MMAs (bench/NOTES.md, "Dense mm N over n").
-template <class T, int MW> __device__ __forceinline__ void dense_wgmma_narrow(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
-    if constexpr (MW == 72) dense_wgmma<T, 128, false, MW>(w_map, e_map, a);
-    else if (a.n > MW - 8) dense_wgmma<T, 128, false, MW>(w_map, e_map, a);
-    else dense_wgmma_narrow<T, MW - 8>(w_map, e_map, a);
+template <class T, bool TRANS, int MW>
+__device__ __forceinline__ void dense_wgmma_narrow(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+    if constexpr (MW == 72) dense_wgmma<T, 128, TRANS, MW>(w_map, e_map, a);
+    else if (a.n > MW - 8) dense_wgmma<T, 128, TRANS, MW>(w_map, e_map, a);
+    else dense_wgmma_narrow<T, TRANS, MW - 8>(w_map, e_map, a);
 }
 #endif
 
@@ -982,7 +984,7 @@ template <class T, int MW> __device__ __forceinline__ void dense_wgmma_narrow(co
 template <class T, bool TRANS> __device__ __forceinline__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     if (a.n <= 64) dense_wgmma<T, 64, TRANS>(w_map, e_map, a);
-    else if constexpr (sizeof(T) == 4 && !TRANS) dense_wgmma_narrow<T, 128>(w_map, e_map, a);
+    else if constexpr (sizeof(T) == 4) dense_wgmma_narrow<T, TRANS, 128>(w_map, e_map, a);
     else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, TRANS>(w_map, e_map, a);
     else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256, TRANS>(w_map, e_map, a);
 #endif
