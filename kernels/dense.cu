@@ -968,13 +968,15 @@ template <class T, int NT, bool TRANS, int MW = NT> __device__ __forceinline__ v
 }
 
 // f32 N over 64 columns: MMAs n rounded up to 8 wide (MW from 128 down; 128 for several column
-// tiles). Three bf16 passes a slice make these products MMA-bound at 128 columns on the H200,
-// so n = 100 on m64n104 saves 19 % of the MMAs (bench/NOTES.md, "Dense mm N over n").
-template <class T, bool TRANS, int MW>
+// tiles). Three bf16 passes a slice make these products partly MMA-bound at 128 columns on the
+// H200: 10,000² x 100 on m64n104 runs 5 % faster, x 72 12 %. T keeps 128 (its copies bind it:
+// the widths gained it 3 % at n = 100 and their instantiations cost it 35 % at n = 256;
+// bench/NOTES.md, "Dense mm N f32: MMAs as wide as n").
+template <class T, int MW>
 __device__ __forceinline__ void dense_wgmma_narrow(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
-    if constexpr (MW == 72) dense_wgmma<T, 128, TRANS, MW>(w_map, e_map, a);
-    else if (a.n > MW - 8) dense_wgmma<T, 128, TRANS, MW>(w_map, e_map, a);
-    else dense_wgmma_narrow<T, TRANS, MW - 8>(w_map, e_map, a);
+    if constexpr (MW == 72) dense_wgmma<T, 128, false, MW>(w_map, e_map, a);
+    else if (a.n > MW - 8) dense_wgmma<T, 128, false, MW>(w_map, e_map, a);
+    else dense_wgmma_narrow<T, MW - 8>(w_map, e_map, a);
 }
 #endif
 
@@ -984,7 +986,7 @@ __device__ __forceinline__ void dense_wgmma_narrow(const TensorMap* w_map, const
 template <class T, bool TRANS> __device__ __forceinline__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     if (a.n <= 64) dense_wgmma<T, 64, TRANS>(w_map, e_map, a);
-    else if constexpr (sizeof(T) == 4) dense_wgmma_narrow<T, TRANS, 128>(w_map, e_map, a);
+    else if constexpr (sizeof(T) == 4 && !TRANS) dense_wgmma_narrow<T, 128>(w_map, e_map, a);
     else if (a.n <= 128 || sizeof(T) == 4) dense_wgmma<T, 128, TRANS>(w_map, e_map, a);
     else if constexpr (sizeof(T) == 2) dense_wgmma<T, 256, TRANS>(w_map, e_map, a);
 #endif
