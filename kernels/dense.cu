@@ -585,24 +585,24 @@ __device__ __forceinline__ uint32_t split_bf16(float2& v) {
 // ldmatrix phase reads on distinct banks.
 template <class T> __host__ __device__ constexpr int listed_pitch() { return DW_ROWS * sizeof(T) + 16; }
 
-// One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W (`w`) times the
-// first MW columns of the stage's E boxes (`e`, DW_K_STEP rows of DW_BOX columns each). N: `w` is boxes of 128-byte
-// swizzled rows (DW_ROWS rows each; a row's 16-byte chunk j sits at chunk j ^ (row % 8)); T: the
-// warpgroup's columns of the listed rows (listed_pitch), so a slice of A (64 outputs by 16
+// One stage's wgmmas of a consumer warpgroup: its 64 rows of the stage's W (`w`) times the first MW
+// columns of the stage's E boxes (`e`, DW_K_STEP rows of DW_BOX columns each). N: `w` is boxes of
+// 128-byte swizzled rows (DW_ROWS rows each; a row's 16-byte chunk j sits at chunk j ^ (row % 8));
+// T: the warpgroup's columns of the listed rows (listed_pitch), so a slice of A (64 outputs by 16
 // inputs) is 16 rows of W, or (`boxed`: a chunk read whole) the warpgroup's swizzled boxes of
-// DW_K_STEP rows by 128 bytes. f16/bf16 boxes (N, and T's where HALF_BOXED) feed A to wgmma
-// from shared memory (T's as an M-major operand), into d[0], a stage one group; f16/bf16 T's
-// padded rows are loaded by ldmatrix (transposed: A's pairs run along W's columns). f32 W: the thread's A fragments (rows r, r + 8, columns c, c + 1, c + 8, c + 9 of
-// each k16 slice) split into bf16 parts, the largest summed into d[0] and the two others into
-// d[1]. The tensor cores' sums truncate what falls below their accumulator's last bit: sums of
-// the 8-bit large parts alone stay exact, and the small parts' truncation is 2^-8 smaller (one
-// accumulator for all three: 2.7e-6 relative error against float64 at 10000² x 100, 1 %).
-// A-from-registers commits each k16 slice as a group, one in flight, so that the next slice's
-// split overlaps this one's MMAs. A slice's registers are written again only by the same slice
-// of the next stage, whose group is long complete (PTX forbids writing the A registers of a
-// pending wgmma; with a group a stage in flight, the next stage's split once overwrote them:
-// bench/NOTES.md). `loaded()` runs once the stage's W is in registers (never for f16/bf16
-// boxes), `previous_done()` once the previous stage's wgmmas are complete.
+// DW_K_STEP rows by 128 bytes. f16/bf16 boxes (N, and T's where HALF_BOXED) feed A to wgmma from
+// shared memory (T's as an M-major operand), into d[0], a stage one group; f16/bf16 T's padded rows
+// are loaded by ldmatrix (transposed: A's pairs run along W's columns). f32 W: the thread's A
+// fragments (rows r, r + 8, columns c, c + 1, c + 8, c + 9 of each k16 slice) split into bf16
+// parts, the largest summed into d[0] and the two others into d[1]. The tensor cores' sums truncate
+// what falls below their accumulator's last bit: sums of the 8-bit large parts alone stay exact,
+// and the small parts' truncation is 2^-8 smaller (one accumulator for all three: 2.7e-6 relative
+// error against float64 at 10000² x 100, 1 %). A-from-registers commits each k16 slice as a group,
+// one in flight, so that the next slice's split overlaps this one's MMAs. A slice's registers are
+// written again only by the same slice of the next stage, whose group is long complete (PTX forbids
+// writing the A registers of a pending wgmma; with a group a stage in flight, the next stage's
+// split once overwrote them: bench/NOTES.md). `loaded()` runs once the stage's W is in registers
+// (never for f16/bf16 boxes), `previous_done()` once the previous stage's wgmmas are complete.
 template <class T, int MW, bool TRANS, bool HALF_BOXED, class F, class G>
 __device__ __forceinline__ void dense_stage(float (*d)[MW / 2], const uint8_t* w, bool boxed, const uint8_t* e,
                                             F loaded, G previous_done) {
@@ -781,7 +781,8 @@ __device__ __forceinline__ void copy_listed_rows(const Args& a, const ListedStep
 // thread); T a step of listed rows (64 threads, copy_listed_rows), E's rows where they are listed.
 // The MMAs are MW columns wide (MW <= NT; E's columns past MW are never read: a tile narrower
 // than its boxes).
-template <class T, int NT, bool TRANS, int MW = NT> __device__ __forceinline__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+template <class T, int NT, bool TRANS, int MW = NT>
+__device__ __forceinline__ void dense_wgmma(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
     using namespace hopper;
     constexpr int BOX_COLS = 128 / sizeof(T);  // elements of a 128-byte box row
     constexpr int WB = DW_K_STEP / BOX_COLS;   // N: W boxes a step
@@ -983,7 +984,8 @@ __device__ __forceinline__ void dense_wgmma_narrow(const TensorMap* w_map, const
 // Tiles by n (src/cuda/ops.rs, dense_wgmma_cols, mirrors this): DW_ROWS rows by 64, 128 or 256
 // columns; f32 W (two accumulator sets) at most 128 columns, wider products in several column
 // tiles.
-template <class T, bool TRANS> __device__ __forceinline__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
+template <class T, bool TRANS>
+__device__ __forceinline__ void dense_wgmma_shapes(const TensorMap* w_map, const TensorMap* e_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     if (a.n <= 64) dense_wgmma<T, 64, TRANS>(w_map, e_map, a);
     else if constexpr (sizeof(T) == 4 && !TRANS) dense_wgmma_narrow<T, 128>(w_map, e_map, a);
