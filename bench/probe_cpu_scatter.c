@@ -25,12 +25,16 @@ static uint64_t rnd(void) { s ^= s << 13, s ^= s >> 7, s ^= s << 17; return s; }
 static int32_t *col; static float *w, *out; static int32_t live[STEPS][LIVE];
 static int32_t *bcol; static float *bw; static int bcount[64];
 
+// Asks for the entries (columns and weights) of live row i, if any.
+static void fetch_row(const int32_t *rows, int i) {
+    if (i >= LIVE) return;
+    const long r = rows[i] * (long)PER_ROW;
+    for (int q = 0; q < PER_ROW * 4; q += 64) __builtin_prefetch((char *)(col + r) + q), __builtin_prefetch((char *)(w + r) + q);
+}
+
 static void direct(const int32_t *rows) {
     for (int i = 0; i < LIVE; i++) {
-        if (i + ROWS_AHEAD < LIVE) {
-            const long r = rows[i + ROWS_AHEAD] * (long)PER_ROW;
-            for (int q = 0; q < PER_ROW * 4; q += 64) __builtin_prefetch((char *)(col + r) + q), __builtin_prefetch((char *)(w + r) + q);
-        }
+        fetch_row(rows, i + ROWS_AHEAD);
         const int32_t *c = col + rows[i] * (long)PER_ROW; const float *x = w + rows[i] * (long)PER_ROW;
         for (int p = 0; p < PER_ROW; p++) {
             if (p + AHEAD < PER_ROW) __builtin_prefetch(out + c[p + AHEAD], 1);
@@ -42,10 +46,7 @@ static void direct(const int32_t *rows) {
 static void buckets(const int32_t *rows, int shift, int nb, long cap) {
     memset(bcount, 0, sizeof bcount);
     for (int i = 0; i < LIVE; i++) {
-        if (i + ROWS_AHEAD < LIVE) {
-            const long r = rows[i + ROWS_AHEAD] * (long)PER_ROW;
-            for (int q = 0; q < PER_ROW * 4; q += 64) __builtin_prefetch((char *)(col + r) + q), __builtin_prefetch((char *)(w + r) + q);
-        }
+        fetch_row(rows, i + ROWS_AHEAD);
         const int32_t *c = col + rows[i] * (long)PER_ROW; const float *x = w + rows[i] * (long)PER_ROW;
         for (int p = 0; p < PER_ROW; p++) {
             const int b = c[p] >> shift, at = bcount[b]++;
@@ -60,10 +61,7 @@ static void buckets(const int32_t *rows, int shift, int nb, long cap) {
 static float rows_only(const int32_t *rows) {
     float sum = 0;
     for (int i = 0; i < LIVE; i++) {
-        if (i + ROWS_AHEAD < LIVE) {
-            const long r = rows[i + ROWS_AHEAD] * (long)PER_ROW;
-            for (int q = 0; q < PER_ROW * 4; q += 64) __builtin_prefetch((char *)(col + r) + q), __builtin_prefetch((char *)(w + r) + q);
-        }
+        fetch_row(rows, i + ROWS_AHEAD);
         const int32_t *c = col + rows[i] * (long)PER_ROW; const float *x = w + rows[i] * (long)PER_ROW;
         for (int p = 0; p < PER_ROW; p++) sum += x[p] * (float)(c[p] & 1);
     }
