@@ -37,6 +37,23 @@ unsafe impl Sync for Buffer {}
 impl Buffer {
     /// Zero-filled host memory; `EVS_ERROR_OUT_OF_MEMORY` when the allocator refuses.
     pub fn alloc_host(what: &str, bytes: usize) -> Result<Buffer> {
+        Buffer::host(what, bytes, |ptr| {
+            // SAFETY: ptr holds `bytes` bytes.
+            unsafe { std::ptr::write_bytes(ptr, 0, bytes) }
+        })
+    }
+
+    /// Host memory initialised from `src`.
+    pub fn from_host(what: &str, src: &[u8]) -> Result<Buffer> {
+        Buffer::host(what, src.len(), |ptr| {
+            // SAFETY: ptr holds src.len() bytes and is a fresh allocation.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), ptr, src.len()) }
+        })
+    }
+
+    /// `bytes` of host memory, written whole by `fill` (its first touch: a large region is
+    /// advised into huge pages before).
+    fn host(what: &str, bytes: usize, fill: impl FnOnce(*mut u8)) -> Result<Buffer> {
         if bytes == 0 {
             return Ok(Buffer { ptr: NonNull::<u64>::dangling().cast(), bytes: 0, owner: Owner::Caller });
         }
@@ -44,32 +61,17 @@ impl Buffer {
         let layout = Layout::from_size_align(bytes, align)
             .map_err(|_| Error::value(format!("{what}: {bytes} bytes is too large")))?;
         faults::before_allocation(what, bytes)?;
-        let ptr = if align == HUGE_PAGE {
-            // SAFETY: the layout has a non-zero size; the region is zeroed below before any use.
-            let ptr = unsafe { std::alloc::alloc(layout) };
-            if !ptr.is_null() {
-                // before the pages are first touched (the zeroing), so that they come as huge ones
-                ask_for_huge_pages(ptr, bytes);
-                // SAFETY: ptr holds `bytes` bytes.
-                unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
-            }
-            ptr
-        } else {
-            // SAFETY: the layout has a non-zero size.
-            unsafe { std::alloc::alloc_zeroed(layout) }
-        };
+        // SAFETY: the layout has a non-zero size; `fill` writes the region before any use.
+        let ptr = unsafe { std::alloc::alloc(layout) };
         let ptr =
             NonNull::new(ptr).ok_or_else(|| Error::out_of_memory(format!("{what}: cannot allocate {bytes} bytes")))?;
+        if align == HUGE_PAGE {
+            // before the pages are first touched, so that they come as huge ones
+            ask_for_huge_pages(ptr.as_ptr(), bytes);
+        }
+        fill(ptr.as_ptr());
         faults::count_live(bytes as i64);
         Ok(Buffer { ptr, bytes, owner: Owner::Host(layout) })
-    }
-
-    /// Host memory initialised from `src`.
-    pub fn from_host(what: &str, src: &[u8]) -> Result<Buffer> {
-        let buf = Buffer::alloc_host(what, src.len())?;
-        // SAFETY: buf holds src.len() bytes and is a fresh allocation.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.ptr.as_ptr(), src.len()) };
-        Ok(buf)
     }
 
     /// The caller's memory; never freed by evsparse.
@@ -146,7 +148,7 @@ mod tests {
     use super::*;
 
     /// Regions from HUGE_PAGE on start on a huge page and arrive zeroed (the zeroing follows the
-    /// advice, not alloc_zeroed); smaller ones keep ALIGN.
+    /// advice), or hold the copied bytes; smaller ones keep ALIGN.
     #[test]
     fn host_regions_are_zeroed_and_aligned_by_size() {
         for bytes in [1, 4096, HUGE_PAGE - 1, HUGE_PAGE, 3 * HUGE_PAGE + 5] {
@@ -156,6 +158,11 @@ mod tests {
             // SAFETY: buf holds `bytes` bytes.
             let data = unsafe { std::slice::from_raw_parts(buf.ptr(), bytes) };
             assert!(data.iter().all(|&b| b == 0), "{bytes} bytes");
+            let src: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+            let copy = Buffer::from_host("test", &src).unwrap();
+            assert_eq!(copy.addr() as usize % align, 0, "{bytes} bytes copied");
+            // SAFETY: copy holds `bytes` bytes.
+            assert!(unsafe { std::slice::from_raw_parts(copy.ptr(), bytes) } == &src[..], "{bytes} bytes copied");
         }
     }
 }
