@@ -3,6 +3,8 @@
 # `time` prints event and graph µs per call of a few shapes (and torch's read of W); `time_t` the
 # same for T (the plan's choice); `t_paths` T on the tensor cores beside the listed pairs
 # (graph µs, errors checked) over columns, dtypes and densities (ALGS: the algorithms, comma-separated);
+# `mv_n` mv N on W 10000² f32 at 1 % from events, a float vector and a spike list (graph µs,
+# errors checked), beside the listing alone and torch's gather of W's live columns;
 # `time_small` mv N / T, T with 10 columns and dense plasticity
 # pre / post on W 10000² f32 at 1 % (the plan's choices, results checked; ONCE=1: untimed, for
 # ncu); `time_n` f32 N over n (graph µs, errors); `ncu` runs two calls each of f32 and f16 W 10000² and f32 5000², n = 100 at 1 % (OP=T: T)
@@ -21,7 +23,7 @@ mode = sys.argv[1]
 once = os.environ.get("ONCE") == "1"  # time_small: each call twice, untimed (for ncu)
 def times(f):
     return "untimed" if once else f"{bench.timed(f) * 1e3:.1f} / {bench.graphed(evs, f) * 1e3:.1f} graph"
-evs.force("dense_mm:auto" if mode in ("time_t", "time_small", "t_paths") else "dense_mm:wgmma")
+evs.force("dense_mm:auto" if mode in ("time_t", "time_small", "t_paths", "mv_n") else "dense_mm:wgmma")
 if mode == "ncu":
     for m, dt in [(10000, torch.float32), (10000, torch.float16), (5000, torch.float32)]:
         W, S, C, f = setup(m, m, 100, dt, op=os.environ.get("OP", bench.OP_N))
@@ -45,6 +47,27 @@ elif mode == "time_n":
             err = ((C.double() - ref).norm() / ref.norm()).item()
             out.append(f"{m}² n={n}: {bench.graphed(evs, f) * 1e3:.1f} ({err:.0e})")
             del W, S, C
+    print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
+elif mode == "mv_n":
+    n = 10000
+    W = torch.randn(n, n, device="cuda")
+    spikes = torch.rand(n, device="cuda") < 0.01
+    floats = spikes.float() * torch.rand(n, device="cuda")
+    indices, count = torch.empty(n, dtype=torch.int32, device="cuda"), torch.empty(1, dtype=torch.int32, device="cuda")
+    hw, hs, hf, hi, hn = (evs.dense(t) for t in (W, spikes, floats, indices, count))
+    listed = evsparse.compact_events(hs, hi, hn, stream=evs.stream)
+    C = torch.full((n,), float("nan"), device="cuda")
+    hc = evs.dense(C)
+    out = []
+    for name, x, events in [("events", hs, True), ("floats", hf, False), ("list", listed, True)]:
+        f = lambda: evsparse.dense_mv(hw, x, hc, op=bench.OP_N, events=events, alpha=1.0, beta=0.0, stream=evs.stream)
+        C.fill_(float("nan")); f(); torch.cuda.synchronize()
+        ref = W.double() @ (spikes.double() if events else floats.double())
+        err = ((C.double() - ref).norm() / ref.norm()).item()
+        out.append(f"{name} {bench.graphed(evs, f) * 1e3:.1f} ({err:.0e}, {evsparse.last_plan()})")
+    out.append(f"listing {bench.graphed(evs, lambda: evsparse.compact_events(hs, hi, hn, stream=evs.stream)) * 1e3:.1f}")
+    idx = spikes.nonzero().squeeze(1)
+    out.append(f"torch W[:, idx].sum {bench.graphed(evs, lambda: W[:, idx].sum(1)) * 1e3:.1f}")
     print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
 elif mode == "time_small":
     n = 10000

@@ -216,8 +216,6 @@ template <class In> struct Inputs {
             if (v != A(0)) f(r, v);
         }
     }
-    // each_listed: block_lists over the live inputs r < limit (the whole block calls it).
-    template <class A, class F> __device__ static void each_listed(const Args& a, int64_t limit, F f);
     // `blocks`: the first blocks of the grid that share the candidates (the others call it not).
     template <class A, class F> __device__ static void each_line(const Args& a, int64_t limit, F f, int64_t blocks = 0) {
         __shared__ unsigned live[EACH_LINE_THREADS / 32];
@@ -242,7 +240,6 @@ template <class In> struct Inputs {
     }
 };
 template <> struct Inputs<SpikeList> {
-    template <class A, class F> __device__ static void each_listed(const Args& a, int64_t limit, F f);
     template <class A, class F> __device__ static void each(const Args& a, int64_t first, int64_t stride, int64_t limit, F f) {
         const int64_t count = listed(a);
         for (int64_t t = first; t < count; t += stride) {
@@ -317,63 +314,6 @@ __device__ int64_t list_active(const E* x, int64_t ldx, int64_t start, int64_t s
         listed += total;
     }
     return listed;
-}
-
-// The live inputs of a block's candidates as a list in shared memory, a window of WINDOW
-// (list_window<A>() unless given) candidates at a time: f(indices, values, count) runs on every
-// thread of the block for each window, the list in candidate order. `candidate(c, index, value)` says whether
-// candidate c is live, its input index and value. Each thread tests a run of the window (its
-// loads in flight together), one block scan places the runs' live inputs, and the thread lists
-// them, testing them again (cache hits). The whole block calls it (it synchronizes); blocks of
-// LIST_THREADS threads, run lengths of 32 at most.
-#define LIST_THREADS 256
-template <class A> __host__ __device__ constexpr int list_window() { return sizeof(A) == 8 ? 2048 : 4096; }
-template <class A, int WINDOW = list_window<A>(), class C, class F>
-__device__ void block_lists(int64_t candidates, C candidate, F f) {
-    constexpr int RUN = WINDOW / LIST_THREADS;
-    __shared__ int indices[WINDOW];
-    __shared__ A values[WINDOW];
-    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-    for (int64_t base = 0; base < candidates; base += WINDOW) {
-        const int64_t first = base + tid * RUN;
-        unsigned live = 0;  // bit j: candidate first + j
-        int index;
-        A value;
-#pragma unroll
-        for (int j = 0; j < RUN; j++) live |= (unsigned)(first + j < candidates && candidate(first + j, index, value)) << j;
-        int count;
-        int at = block_exclusive_sum<LIST_THREADS>(__popc(live), &count);
-        for (; live; live &= live - 1) {
-            candidate(first + __ffs(live) - 1, index, value);
-            indices[at] = index, values[at] = value, at++;
-        }
-        __syncthreads();
-        f((const int*)indices, (const A*)values, count);
-        __syncthreads();
-    }
-}
-
-template <class In>
-template <class A, class F>
-__device__ void Inputs<In>::each_listed(const Args& a, int64_t limit, F f) {
-    block_lists<A>(
-        limit,
-        [&](int64_t r, int& index, A& v) {
-            v = value<A>(((const In*)a.x)[r * a.ldx], a.events), index = (int)r;
-            return v != A(0);
-        },
-        f);
-}
-
-template <class A, class F> __device__ void Inputs<SpikeList>::each_listed(const Args& a, int64_t limit, F f) {
-    block_lists<A>(
-        listed(a),
-        [&](int64_t t, int& index, A& v) {
-            const int64_t r = listed_at(a, t, limit);
-            index = (int)r, v = A(1);
-            return r >= 0;
-        },
-        f);
 }
 
 // g(p) for the entries p of [begin, end) this lane takes when `parts` warps share them: runs

@@ -13,46 +13,14 @@ template <class T, class A, bool TRANS> __device__ __forceinline__ A w_at(const 
     return A(to_f(TRANS ? w[r * a.ldaux + i] : w[i * a.ldaux + r]));
 }
 
-// mv reads W only at the live inputs: each block lists them a chunk at a time in shared memory
-// (Inputs<In>::each_listed), then adds W's elements at the listed inputs. Sums run in list
-// order: reproducible. Event vectors arrive listed by a first launch (a spike list), so each
-// block reads the list, not the whole vector.
-// N, n = 1: a block of 8 warps takes MV_ROWS rows, each warp MV_ROWS / 8 of them side by side;
-// lane l adds the listed inputs l, l + 32, ... of each (a gather along W's rows).
-#define MV_ROWS 32
-template <class T, class In> __device__ void mv_n(const Args& a) {
-    typedef typename AccOf<T>::type A;
-    constexpr int PER_WARP = MV_ROWS / 8;
-    const int warp = threadIdx.x / 32, lane = lane_id();
-    const int64_t i0 = (int64_t)blockIdx.x * MV_ROWS + warp;
-    A acc[PER_WARP];
-    for (int q = 0; q < PER_WARP; q++) acc[q] = 0;
-    Inputs<In>::template each_listed<A>(a, a.k, [&](const int* rows, const A* values, int count) {
-        for (int t = lane; t < count; t += 32)
-#pragma unroll
-            for (int q = 0; q < PER_WARP; q++)
-                if (i0 + 8 * q < a.m) acc[q] += w_at<T, A, false>(a, i0 + 8 * q, rows[t]) * values[t];
-    });
-    for (int q = 0; q < PER_WARP; q++) {
-        const A sum = warp_sum(acc[q]);
-        if (lane == 0 && i0 + 8 * q < a.m) blend((T*)a.y + (i0 + 8 * q) * a.ldy, sum, a);
-    }
-}
-
-// T, n = 1, in one launch: a block owns MV_T_COLS consecutive outputs (a lane MV_T_LANE_COLS
-// of them: one 16-byte load of an f32 row of W where aligned), its warps share the live input
-// rows, and their sums meet in shared memory in warp order (reproducible). A spike list is read
-// where it lies; an event or float vector is listed by the block itself, a window of
-// MV_T_WINDOW inputs at a time (MV_T_RUN consecutive a thread, one block scan), so no listing launch
-// comes before. A block reads k inputs and the live rows' stretches of its outputs: the rows
-// the events select, once.
-#define MV_T_THREADS 512
-#define MV_T_WARPS (MV_T_THREADS / 32)
-#define MV_T_LANE_COLS 4
-#define MV_T_COLS (32 * MV_T_LANE_COLS)
-#define MV_T_ROWS_AT_ONCE 8  // listed rows a warp loads at once (half for f64 W: no spills)
-#define MV_T_RUN 32          // inputs a thread tests per window: 16,384 a window, in one round
-#define MV_T_WINDOW (MV_T_THREADS * MV_T_RUN)
+// mv reads W only at the live inputs, in one launch: a spike list is read where it lies; an
+// event or float vector is listed by each block itself, a window of MV_WINDOW inputs at a time
+// (MV_RUN consecutive a thread, one block scan: `each_window`), so no listing launch comes
+// before. Sums run in list order: reproducible.
+#define MV_THREADS 512
+#define MV_WARPS (MV_THREADS / 32)
+#define MV_RUN 32  // inputs a thread tests per window: 16,384 a window, in one round
+#define MV_WINDOW (MV_THREADS * MV_RUN)
 
 // Bits of the live inputs among the 16 from x[e0] (bit j: input e0 + j): 16-byte loads where
 // they are contiguous and aligned, one load each otherwise.
@@ -73,6 +41,73 @@ template <class A, class In> __device__ unsigned live16(const Args& a, int64_t e
     return bits;
 }
 
+// f(count, row(t), value(r)) for the live inputs of a block: a spike list as it lies (t < count:
+// row(t) its t-th entry, -1 where out of range), or an event or float vector a window at a time,
+// listed in `window` as offsets from the window's start. The whole block calls it.
+template <class A, class In, class F> __device__ void each_window(const Args& a, unsigned short* window, F f) {
+    if constexpr (std::is_same<In, SpikeList>::value) {
+        f((int)listed(a), [&](int t) { return listed_at(a, t, a.k); }, [](int64_t) { return A(1); });
+    } else {
+        for (int64_t base = 0; base < a.k; base += MV_WINDOW) {
+            constexpr int HALVES_AT_ONCE = sizeof(In) < 8 ? 2 : 1;  // f64 inputs: fewer spills
+            unsigned live = 0;
+#pragma unroll HALVES_AT_ONCE
+            for (int h = 0; h < 2; h++) live |= live16<A, In>(a, base + threadIdx.x * MV_RUN + 16 * h) << (16 * h);
+            int count;
+            int at = block_exclusive_sum<MV_THREADS>(__popc(live), &count);
+            for (; live; live &= live - 1) window[at++] = (unsigned short)(threadIdx.x * MV_RUN + __ffs(live) - 1);
+            __syncthreads();
+            f(count, [&](int t) { return base + window[t]; },
+              [&](int64_t r) { return a.events ? A(1) : A(to_f(((const In*)a.x)[r * a.ldx])); });
+            __syncthreads();  // the next window overwrites this one's list
+        }
+    }
+}
+
+// N, n = 1: a block takes MV_ROWS rows, each warp MV_ROWS / MV_WARPS of them side by side; lane
+// l adds the listed inputs l, l + 32, ... of each (a gather along W's rows, MV_N_AT_ONCE
+// inputs a row in flight together).
+#define MV_ROWS 32
+#define MV_N_AT_ONCE 4
+template <class T, class In> __device__ void mv_n(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    constexpr int PER_WARP = MV_ROWS / MV_WARPS;
+    __shared__ __align__(16) unsigned short window[MV_WINDOW];
+    const int warp = threadIdx.x / 32, lane = lane_id();
+    const int64_t i0 = (int64_t)blockIdx.x * MV_ROWS + warp;
+    A acc[PER_WARP] = {};
+    each_window<A, In>(a, window, [&](int count, auto row, auto value) {
+        for (int t0 = lane; t0 < count; t0 += 32 * MV_N_AT_ONCE) {
+            A w[MV_N_AT_ONCE][PER_WARP], v[MV_N_AT_ONCE];
+#pragma unroll
+            for (int u = 0; u < MV_N_AT_ONCE; u++) {
+                const int t = t0 + 32 * u;
+                const int64_t r = t < count ? row(t) : -1;
+                v[u] = r >= 0 ? value(r) : A(0);
+#pragma unroll
+                for (int q = 0; q < PER_WARP; q++)
+                    w[u][q] = r >= 0 && i0 + MV_WARPS * q < a.m ? w_at<T, A, false>(a, i0 + MV_WARPS * q, r) : A(0);
+            }
+#pragma unroll
+            for (int u = 0; u < MV_N_AT_ONCE; u++)
+#pragma unroll
+                for (int q = 0; q < PER_WARP; q++) acc[q] += w[u][q] * v[u];
+        }
+    });
+    for (int q = 0; q < PER_WARP; q++) {
+        const A sum = warp_sum(acc[q]);
+        if (lane == 0 && i0 + MV_WARPS * q < a.m) blend((T*)a.y + (i0 + MV_WARPS * q) * a.ldy, sum, a);
+    }
+}
+
+// T, n = 1: a block owns MV_T_COLS consecutive outputs (a lane MV_T_LANE_COLS of them: one
+// 16-byte load of an f32 row of W where aligned), its warps share the live input rows, and
+// their sums meet in shared memory in warp order (reproducible). A block reads k inputs and the
+// live rows' stretches of its outputs: the rows the events select, once.
+#define MV_T_LANE_COLS 4
+#define MV_T_COLS (32 * MV_T_LANE_COLS)
+#define MV_T_ROWS_AT_ONCE 8  // listed rows a warp loads at once (half for f64 W: no spills)
+
 // Adds W's row r at this lane's outputs [c, c + MV_T_LANE_COLS), times v, into acc.
 template <class T, class A> struct RowStretch {
     Run<T, MV_T_LANE_COLS> w;
@@ -91,22 +126,22 @@ template <class T, class A> struct RowStretch {
 template <class T, class In> __device__ void mv_t(const Args& a) {
     typedef typename AccOf<T>::type A;
     // the live inputs of a window, from its start; then the warps' sums
-    __shared__ __align__(16) unsigned short window[MV_T_WINDOW];
-    static_assert(sizeof(window) >= sizeof(A[MV_T_WARPS][MV_T_COLS]), "the sums fit where the window was");
+    __shared__ __align__(16) unsigned short window[MV_WINDOW];
+    static_assert(sizeof(window) >= sizeof(A[MV_WARPS][MV_T_COLS]), "the sums fit where the window was");
     A(*part)[MV_T_COLS] = (A(*)[MV_T_COLS])window;
     const int warp = threadIdx.x / 32, lane = lane_id();
     const int64_t c = (int64_t)blockIdx.x * MV_T_COLS + lane * MV_T_LANE_COLS;
     const bool vector = (uintptr_t)a.aux % sizeof(Run<T, MV_T_LANE_COLS>) == 0 && a.ldaux % MV_T_LANE_COLS == 0;
     A acc[MV_T_LANE_COLS] = {};
-    // rows row(t) (-1: none) of t < count, a warp taking every MV_T_WARPS-th, times value(r)
-    auto add_rows = [&](int count, auto row, auto value) {
+    // rows row(t) (-1: none) of t < count, a warp taking every MV_WARPS-th, times value(r)
+    each_window<A, In>(a, window, [&](int count, auto row, auto value) {
         constexpr int AT_ONCE = MV_T_ROWS_AT_ONCE / (sizeof(T) / 4 > 1 ? 2 : 1);
-        for (int t0 = warp; t0 < count; t0 += MV_T_WARPS * AT_ONCE) {
+        for (int t0 = warp; t0 < count; t0 += MV_WARPS * AT_ONCE) {
             RowStretch<T, A> w[AT_ONCE];
             A v[AT_ONCE];
 #pragma unroll
             for (int u = 0; u < AT_ONCE; u++) {
-                const int t = t0 + u * MV_T_WARPS;
+                const int t = t0 + u * MV_WARPS;
                 const int64_t r = t < count ? row(t) : -1;
                 v[u] = r >= 0 ? value(r) : A(0);
                 if (r >= 0) w[u].load(a, r, c, vector);
@@ -115,24 +150,7 @@ template <class T, class In> __device__ void mv_t(const Args& a) {
             for (int u = 0; u < AT_ONCE; u++)
                 if (v[u] != A(0)) w[u].add(acc, v[u]);
         }
-    };
-    if constexpr (std::is_same<In, SpikeList>::value) {
-        add_rows((int)listed(a), [&](int t) { return listed_at(a, t, a.k); }, [](int64_t) { return A(1); });
-    } else {
-        for (int64_t base = 0; base < a.k; base += MV_T_WINDOW) {
-            constexpr int HALVES_AT_ONCE = sizeof(In) < 8 ? 2 : 1;  // f64 inputs: fewer spills
-            unsigned live = 0;
-#pragma unroll HALVES_AT_ONCE
-            for (int h = 0; h < 2; h++) live |= live16<A, In>(a, base + threadIdx.x * MV_T_RUN + 16 * h) << (16 * h);
-            int count;
-            int at = block_exclusive_sum<MV_T_THREADS>(__popc(live), &count);
-            for (; live; live &= live - 1) window[at++] = (unsigned short)(threadIdx.x * MV_T_RUN + __ffs(live) - 1);
-            __syncthreads();
-            add_rows(count, [&](int t) { return base + window[t]; },
-                     [&](int64_t r) { return a.events ? A(1) : A(to_f(((const In*)a.x)[r * a.ldx])); });
-            __syncthreads();  // the next window overwrites this one's list
-        }
-    }
+    });
     __syncthreads();  // the window's last readers are done
 #pragma unroll
     for (int j = 0; j < MV_T_LANE_COLS; j++) part[warp][lane * MV_T_LANE_COLS + j] = acc[j];
@@ -140,7 +158,7 @@ template <class T, class In> __device__ void mv_t(const Args& a) {
     const int64_t i = (int64_t)blockIdx.x * MV_T_COLS + threadIdx.x;
     if (threadIdx.x < MV_T_COLS && i < a.m) {
         A sum = part[0][threadIdx.x];
-        for (int w = 1; w < MV_T_WARPS; w++) sum += part[w][threadIdx.x];
+        for (int w = 1; w < MV_WARPS; w++) sum += part[w][threadIdx.x];
         blend((T*)a.y + i * a.ldy, sum, a);
     }
 }
@@ -1045,8 +1063,8 @@ template <class T> __device__ void rows_t(const Args& a) {
             if (c < a.n) blend((T*)a.y + i * a.ldy + c, acc[c], a);
 }
 
-#define DENSE_MV_N(T, TN, In, InN) EVS_KERNEL(dense_mv_n_##TN##_##InN, (256), (mv_n<T, In>))
-#define DENSE_MV_T(T, TN, In, InN) EVS_KERNEL(dense_mv_t_##TN##_##InN, (MV_T_THREADS), (mv_t<T, In>))
+#define DENSE_MV_N(T, TN, In, InN) EVS_KERNEL(dense_mv_n_##TN##_##InN, (MV_THREADS), (mv_n<T, In>))
+#define DENSE_MV_T(T, TN, In, InN) EVS_KERNEL(dense_mv_t_##TN##_##InN, (MV_THREADS), (mv_t<T, In>))
 #define DENSE_MM(T, TN, In, InN)                                           \
     EVS_KERNEL(dense_mm_n_##TN##_##InN, (256), (mm<T, In, false>)) \
     EVS_KERNEL(dense_mm_t_##TN##_##InN, (256), (mm<T, In, true>))
@@ -1055,9 +1073,7 @@ template <class T> __device__ void rows_t(const Args& a) {
     EVS_KERNEL(dense_mm_lists_n_narrow_##TN, (256), (lists_n<T, 64>))     \
     EVS_KERNEL(dense_mm_lists_t_##TN, (256), lists_t<T>)
 #define DENSE_ROWS_T(T, TN) EVS_KERNEL(dense_mm_rows_t_##TN, (256), rows_t<T>)
-// mv N reads float inputs of W's dtype, or spike lists (event vectors are listed first:
-// src/cuda/ops.rs); mv T reads every input kind itself
-#define DENSE_ALL(T, TN) DENSE_MV_N(T, TN, T, TN) DENSE_MV_N(T, TN, SpikeList, i32) EVS_FOR_SPIKE_INPUTS(DENSE_MV_T, T, TN) \
+#define DENSE_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV_N, T, TN) EVS_FOR_SPIKE_INPUTS(DENSE_MV_T, T, TN) \
     EVS_FOR_INPUTS(DENSE_MM, T, TN) DENSE_LISTS(T, TN) DENSE_ROWS_T(T, TN)
 EVS_FOR_FLOATS(DENSE_ALL)
 // The first launch opens the call: N streams W in while event_matrix writes E (the W producer

@@ -733,7 +733,7 @@ fn dense_products_match_cpu() {
         dense_tensor_core_cases(p);
         dense_empty_w_cases(p);
         dense_few_columns_t_cases(p);
-        dense_mv_t_window_cases(p);
+        dense_mv_window_cases(p);
         dense_repeats(p);
     });
 }
@@ -803,22 +803,29 @@ fn dense_few_columns_t_cases(p: &mut Pair) {
     }
 }
 
-/// Dense mv T on events past one window of the GPU's listing (16,384 inputs), every event
+/// Dense mv N and T on events past one window of the GPU's listing (16,384 inputs), every event
 /// kind: W with rows of odd lengths (no 16-byte loads), S strided or starting off its alignment.
-fn dense_mv_t_window_cases(p: &mut Pair) {
-    for (case, &e) in EVENTS.iter().enumerate() {
-        let t = FLOATS[case % FLOATS.len()];
-        let (m, k) = (129 + p.rng.below(100), 16_385 + p.rng.below(2000));
-        let ld = m + case % 3;
-        let wv = p.values(k * m, 5);
-        let w = p.padded(t, (k, m, ld), &wv);
-        let sv = p.events(e, k);
-        let (x_ld, offset) = (1 + case % 2, (case / 2) % 2);
-        let x = p.placed(e, (2, k, 1, x_ld), offset, &sv);
-        let (alpha, beta) = scalars(p);
-        let c = p.output(t, (2, m, 1), beta);
-        let what = format!("dense mv T {} W {k}x{m} (ld {ld}) S {} (ld {x_ld}, offset {offset})", t.name(), e.name());
-        p.dense_events(Op::T, &what, &w.view, &x.view, &c, (alpha, beta));
+fn dense_mv_window_cases(p: &mut Pair) {
+    for op in [Op::N, Op::T] {
+        for (case, &e) in EVENTS.iter().enumerate() {
+            let t = FLOATS[case % FLOATS.len()];
+            let (m, k) = (129 + p.rng.below(100), 16_385 + p.rng.below(2000));
+            let (rows, cols) = if op == Op::N { (m, k) } else { (k, m) };
+            let ld = cols + case % 3;
+            let wv = p.values(rows * cols, 5);
+            let w = p.padded(t, (rows, cols, ld), &wv);
+            let sv = p.events(e, k);
+            let (x_ld, offset) = (1 + case % 2, (case / 2) % 2);
+            let x = p.placed(e, (2, k, 1, x_ld), offset, &sv);
+            let (alpha, beta) = scalars(p);
+            let c = p.output(t, (2, m, 1), beta);
+            let what = format!(
+                "dense mv {op:?} {} W {rows}x{cols} (ld {ld}) S {} (ld {x_ld}, offset {offset})",
+                t.name(),
+                e.name()
+            );
+            p.dense_events(op, &what, &w.view, &x.view, &c, (alpha, beta));
+        }
     }
 }
 

@@ -174,9 +174,9 @@ algorithms! {
     }
     /// Dense weights times events or floats.
     DenseMm = "dense_mm" {
-        /// N with one column: a warp per output row (8 rows a block), reading W at the live
-        /// inputs (events listed first by one launch into a per-stream scratch; floats listed
-        /// by each block in shared memory).
+        /// N with one column: warps over output rows (two a warp, 32 a block), reading W at the
+        /// live inputs, in one launch (each block lists an event or float vector itself in
+        /// shared memory; a spike list is read where it lies).
         MvRowWarp = "mv_row_warp" on Gpu,
         /// T with one column: blocks of 128 output columns, their warps sharing the live input
         /// rows, in one launch (each block lists an event or float vector itself; a spike list

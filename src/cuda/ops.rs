@@ -581,10 +581,7 @@ pub fn dense_mm(
         Args { x: x.buf.addr(), ldx: x.ld as i64, events: (kind == InputKind::Events) as i64, ..Args::default() };
     let launch = |input| launch_dense(s, alg, transposed, alpha, w, beta, c, input);
     match alg {
-        // mv T lists an event vector in its own blocks (kernels/dense.cu, mv_t)
-        DenseMm::MvRowWarp if kind == InputKind::Events => on_event_columns(s, input, (x.rows, 1, x.dtype), |listed| {
-            launch((listed.as_spike_list(Args::default()), x.rows, DType::I32))
-        }),
+        // mv N and T list an event vector in their own blocks (kernels/dense.cu, each_window)
         DenseMm::ActiveRows => on_event_columns(s, input, (x.rows, x.cols, x.dtype), |listed| {
             launch((listed.beside(input), x.rows, x.dtype))
         }),
@@ -638,8 +635,8 @@ fn launch_dense(
     let input = Some(input_dtype);
     let (family, grid, input) = match alg {
         DenseMm::InputNonzeros | DenseMm::Gemm | DenseMm::Reference => return Err(cpu_only(alg)),
-        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::new((m.div_ceil(MV_ROWS), 1), (THREADS, 1)), input),
-        DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(MV_T_COLS), 1), (MV_T_THREADS, 1)), input),
+        DenseMm::MvRowWarp => (DENSE_MV_N, Grid::new((m.div_ceil(MV_ROWS), 1), (MV_THREADS, 1)), input),
+        DenseMm::MvColumnBlocks => (DENSE_MV_T, Grid::new((m.div_ceil(MV_T_COLS), 1), (MV_THREADS, 1)), input),
         DenseMm::Tiled => {
             let family = if transposed { DENSE_MM_T } else { DENSE_MM_N };
             (family, Grid::new((n.div_ceil(64), m.div_ceil(64)), (256, 1)), input)
@@ -652,11 +649,11 @@ fn launch_dense(
     gpu.launch(stream, gpu.kernel(family, Some(w.dtype), input)?, grid, &args)
 }
 
-/// Rows of W a dense mv N block takes, outputs and threads of a dense mv T block (MV_ROWS,
-/// MV_T_COLS and MV_T_THREADS in kernels/dense.cu).
+/// Threads of a dense mv block, rows of W an N block takes, outputs a T block takes (MV_THREADS,
+/// MV_ROWS and MV_T_COLS in kernels/dense.cu).
+const MV_THREADS: u32 = 512;
 const MV_ROWS: u64 = 32;
 const MV_T_COLS: u64 = 128;
-const MV_T_THREADS: u32 = 512;
 
 /// Shapes of the active-list kernels (kernels/dense.cu, "mm on events"): rows of W and columns
 /// of C per N block (64 where n <= 64: 200 against 255 µs at n = 10, 372 against 436 at n =
