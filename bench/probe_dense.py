@@ -4,7 +4,8 @@
 # same for T (the plan's choice); `t_paths` T on the tensor cores beside the listed pairs
 # (graph µs, errors checked) over columns, dtypes and densities (ALGS: the algorithms, comma-separated);
 # `mv_n` mv N on W 10000² f32 at 1 % from events, a float vector and a spike list (graph µs,
-# errors checked), beside the listing alone and torch's gather of W's live columns;
+# errors checked; ONCE=1: two untimed calls each, for ncu), beside the listing alone and torch's
+# gather of W's live columns;
 # `time_small` mv N / T, T with 10 columns and dense plasticity
 # pre / post on W 10000² f32 at 1 % (the plan's choices, results checked; ONCE=1: untimed, for
 # ncu); `time_n` f32 N over n (graph µs, errors); `ncu` runs two calls each of f32 and f16 W 10000² and f32 5000², n = 100 at 1 % (OP=T: T)
@@ -64,10 +65,14 @@ elif mode == "mv_n":
         C.fill_(float("nan")); f(); torch.cuda.synchronize()
         ref = W.double() @ (spikes.double() if events else floats.double())
         err = ((C.double() - ref).norm() / ref.norm()).item()
+        if once:  # for ncu: one more call of each input kind, untimed
+            f(); torch.cuda.synchronize()
+            continue
         out.append(f"{name} {bench.graphed(evs, f) * 1e3:.1f} ({err:.0e}, {evsparse.last_plan()})")
-    out.append(f"listing {bench.graphed(evs, lambda: evsparse.compact_events(hs, hi, hn, stream=evs.stream)) * 1e3:.1f}")
-    idx = spikes.nonzero().squeeze(1)
-    out.append(f"torch W[:, idx].sum {bench.graphed(evs, lambda: W[:, idx].sum(1)) * 1e3:.1f}")
+    if not once:
+        out.append(f"listing {bench.graphed(evs, lambda: evsparse.compact_events(hs, hi, hn, stream=evs.stream)) * 1e3:.1f}")
+        idx = spikes.nonzero().squeeze(1)
+        out.append(f"torch W[:, idx].sum {bench.graphed(evs, lambda: W[:, idx].sum(1)) * 1e3:.1f}")
     print(os.environ.get("TAG", ""), " | ".join(out), flush=True)
 elif mode == "time_small":
     n = 10000
