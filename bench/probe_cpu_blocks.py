@@ -6,9 +6,7 @@ process, ROUNDS rounds (bench/NOTES.md, "CPU: spmm's one-thread ceiling on the E
     EVS_LIBRARY=path/to/libevsparse.so T=1 PER=200 .tools/bench/bin/python bench/probe_cpu_blocks.py
 """
 import os
-import statistics
 import sys
-import time
 
 os.environ["EVS_NUM_THREADS"] = os.environ.get("T", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -16,8 +14,9 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import evsparse  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu  # noqa: E402 (bench/cpu.py: its timing, and the binding in this tree)
+from cpu import evsparse  # noqa: E402
 
 threads, per = int(os.environ["EVS_NUM_THREADS"]), int(os.environ.get("PER", "200"))
 torch.set_num_threads(threads)
@@ -40,25 +39,14 @@ ta = torch.sparse_csr_tensor(torch.from_numpy(a.indptr.astype(np.int64)), torch.
 tat = ta.t().to_sparse_csr()
 tb = torch.from_numpy(b)
 
-
-def timed(fn, reps=11):
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
-print(f"{threads} thread(s), {per} a row, ms (median of 11)")
+print(f"{threads} thread(s), {per} a row, ms (cpu.py's timing: median of {cpu.REPS} after {cpu.WARMUP})")
 for rnd in range(int(os.environ.get("ROUNDS", "3"))):
     out = []
     for op, algs in (("N", ("input_blocks", "row_ranges")), ("T", ("input_blocks", "csc_gather"))):
         family = "spmm_" + op.lower()
         for alg in algs:
             ctx.set_algorithm(f"{family}:{alg}")
-            out.append(f"{op} {alg} {timed(lambda: evsparse.spmm(ha, hb, hc, op=op, events=False, stream=st)):.1f}")
+            out.append(f"{op} {alg} {cpu.timed(lambda: evsparse.spmm(ha, hb, hc, op=op, events=False, stream=st)) * 1e3:.1f}")
         ctx.set_algorithm(f"{family}:auto")
-        out.append(f"torch {op} {timed(lambda: ta @ tb if op == 'N' else tat @ tb):.1f}")
+        out.append(f"torch {op} {cpu.timed(lambda: ta @ tb if op == 'N' else tat @ tb) * 1e3:.1f}")
     print(f"round {rnd}: " + " | ".join(out), flush=True)
