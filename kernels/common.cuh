@@ -9,6 +9,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 typedef __half f16;
 typedef __nv_bfloat16 bf16;
 typedef unsigned char u8;
@@ -314,6 +316,53 @@ __device__ int64_t list_active(const E* x, int64_t ldx, int64_t start, int64_t s
         listed += total;
     }
     return listed;
+}
+
+// Bits of the live inputs among the 16 from x[e0] (bit j: input e0 + j): 16-byte loads where
+// they are contiguous and aligned, one load each otherwise.
+template <class A, class In> __device__ unsigned live16(const Args& a, int64_t e0, int64_t limit) {
+    constexpr int PER_LOAD = 16 / sizeof(In);
+    const In* x = (const In*)a.x;
+    unsigned bits = 0;
+    if (a.ldx == 1 && e0 + 16 <= limit && (uintptr_t)(x + e0) % 16 == 0) {
+        Run<In, PER_LOAD> v[16 / PER_LOAD];
+#pragma unroll
+        for (int q = 0; q < 16 / PER_LOAD; q++) v[q] = ((const Run<In, PER_LOAD>*)(x + e0))[q];
+#pragma unroll
+        for (int j = 0; j < 16; j++) bits |= (unsigned)(value<A>(v[j / PER_LOAD].v[j % PER_LOAD], a.events) != A(0)) << j;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < limit && value<A>(x[(e0 + j) * a.ldx], a.events) != A(0)) << j;
+    }
+    return bits;
+}
+
+// f(count, row(t), value(r)) for the live inputs r < limit, a block of THREADS threads calling
+// it whole: a spike list as it lies (t < count: row(t) its t-th entry, -1 where out of range),
+// or an event or float vector a window of THREADS * WINDOW_RUN inputs at a time (WINDOW_RUN
+// consecutive ones a thread, their loads in flight together, one block scan), listed in
+// `window` (that many entries) as offsets from the window's start.
+#define WINDOW_RUN 32
+template <int THREADS, class A, class In, class F>
+__device__ void each_window(const Args& a, int64_t limit, unsigned short* window, F f) {
+    static_assert(THREADS * WINDOW_RUN <= 65536, "offsets fit in 16 bits");
+    if constexpr (std::is_same<In, SpikeList>::value) {
+        f((int)listed(a), [&](int t) { return listed_at(a, t, limit); }, [](int64_t) { return A(1); });
+    } else {
+        for (int64_t base = 0; base < limit; base += THREADS * WINDOW_RUN) {
+            constexpr int HALVES_AT_ONCE = sizeof(In) < 8 ? 2 : 1;  // f64 inputs: fewer spills
+            unsigned live = 0;
+#pragma unroll HALVES_AT_ONCE
+            for (int h = 0; h < 2; h++) live |= live16<A, In>(a, base + threadIdx.x * WINDOW_RUN + 16 * h, limit) << (16 * h);
+            int count;
+            int at = block_exclusive_sum<THREADS>(__popc(live), &count);
+            for (; live; live &= live - 1) window[at++] = (unsigned short)(threadIdx.x * WINDOW_RUN + __ffs(live) - 1);
+            __syncthreads();
+            f(count, [&](int t) { return base + window[t]; },
+              [&](int64_t r) { return a.events ? A(1) : A(to_f(((const In*)a.x)[r * a.ldx])); });
+            __syncthreads();  // the next window overwrites this one's list
+        }
+    }
 }
 
 // g(p) for the entries p of [begin, end) this lane takes when `parts` warps share them: runs

@@ -14,55 +14,12 @@ template <class T, class A, bool TRANS> __device__ __forceinline__ A w_at(const 
 }
 
 // mv reads W only at the live inputs, in one launch: a spike list is read where it lies; an
-// event or float vector is listed by each block itself, a window of MV_WINDOW inputs at a time
-// (MV_RUN consecutive a thread, one block scan: `each_window`), so no listing launch comes
-// before. Sums run in list order: reproducible.
+// event or float vector is listed by each block itself, a window of MV_WINDOW (16,384) inputs at
+// a time (`each_window`), so no listing launch comes before. Sums run in list order:
+// reproducible.
 #define MV_THREADS 512
 #define MV_WARPS (MV_THREADS / 32)
-#define MV_RUN 32  // inputs a thread tests per window: 16,384 a window, in one round
-#define MV_WINDOW (MV_THREADS * MV_RUN)
-
-// Bits of the live inputs among the 16 from x[e0] (bit j: input e0 + j): 16-byte loads where
-// they are contiguous and aligned, one load each otherwise.
-template <class A, class In> __device__ unsigned live16(const Args& a, int64_t e0) {
-    constexpr int PER_LOAD = 16 / sizeof(In);
-    const In* x = (const In*)a.x;
-    unsigned bits = 0;
-    if (a.ldx == 1 && e0 + 16 <= a.k && (uintptr_t)(x + e0) % 16 == 0) {
-        Run<In, PER_LOAD> v[16 / PER_LOAD];
-#pragma unroll
-        for (int q = 0; q < 16 / PER_LOAD; q++) v[q] = ((const Run<In, PER_LOAD>*)(x + e0))[q];
-#pragma unroll
-        for (int j = 0; j < 16; j++) bits |= (unsigned)(value<A>(v[j / PER_LOAD].v[j % PER_LOAD], a.events) != A(0)) << j;
-    } else {
-#pragma unroll
-        for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < a.k && value<A>(x[(e0 + j) * a.ldx], a.events) != A(0)) << j;
-    }
-    return bits;
-}
-
-// f(count, row(t), value(r)) for the live inputs of a block: a spike list as it lies (t < count:
-// row(t) its t-th entry, -1 where out of range), or an event or float vector a window at a time,
-// listed in `window` as offsets from the window's start. The whole block calls it.
-template <class A, class In, class F> __device__ void each_window(const Args& a, unsigned short* window, F f) {
-    if constexpr (std::is_same<In, SpikeList>::value) {
-        f((int)listed(a), [&](int t) { return listed_at(a, t, a.k); }, [](int64_t) { return A(1); });
-    } else {
-        for (int64_t base = 0; base < a.k; base += MV_WINDOW) {
-            constexpr int HALVES_AT_ONCE = sizeof(In) < 8 ? 2 : 1;  // f64 inputs: fewer spills
-            unsigned live = 0;
-#pragma unroll HALVES_AT_ONCE
-            for (int h = 0; h < 2; h++) live |= live16<A, In>(a, base + threadIdx.x * MV_RUN + 16 * h) << (16 * h);
-            int count;
-            int at = block_exclusive_sum<MV_THREADS>(__popc(live), &count);
-            for (; live; live &= live - 1) window[at++] = (unsigned short)(threadIdx.x * MV_RUN + __ffs(live) - 1);
-            __syncthreads();
-            f(count, [&](int t) { return base + window[t]; },
-              [&](int64_t r) { return a.events ? A(1) : A(to_f(((const In*)a.x)[r * a.ldx])); });
-            __syncthreads();  // the next window overwrites this one's list
-        }
-    }
-}
+#define MV_WINDOW (MV_THREADS * WINDOW_RUN)
 
 // N, n = 1: a block takes MV_ROWS rows, each warp MV_ROWS / MV_WARPS of them side by side; lane
 // l adds the listed inputs l, l + 32, ... of each (a gather along W's rows, MV_N_AT_ONCE
@@ -76,7 +33,7 @@ template <class T, class In> __device__ void mv_n(const Args& a) {
     const int warp = threadIdx.x / 32, lane = lane_id();
     const int64_t i0 = (int64_t)blockIdx.x * MV_ROWS + warp;
     A acc[PER_WARP] = {};
-    each_window<A, In>(a, window, [&](int count, auto row, auto value) {
+    each_window<MV_THREADS, A, In>(a, a.k, window, [&](int count, auto row, auto value) {
         for (int t0 = lane; t0 < count; t0 += 32 * MV_N_AT_ONCE) {
             A w[MV_N_AT_ONCE][PER_WARP], v[MV_N_AT_ONCE];
 #pragma unroll
@@ -134,7 +91,7 @@ template <class T, class In> __device__ void mv_t(const Args& a) {
     const bool vector = (uintptr_t)a.aux % sizeof(Run<T, MV_T_LANE_COLS>) == 0 && a.ldaux % MV_T_LANE_COLS == 0;
     A acc[MV_T_LANE_COLS] = {};
     // rows row(t) (-1: none) of t < count, a warp taking every MV_WARPS-th, times value(r)
-    each_window<A, In>(a, window, [&](int count, auto row, auto value) {
+    each_window<MV_THREADS, A, In>(a, a.k, window, [&](int count, auto row, auto value) {
         constexpr int AT_ONCE = MV_T_ROWS_AT_ONCE / (sizeof(T) / 4 > 1 ? 2 : 1);
         for (int t0 = warp; t0 < count; t0 += MV_WARPS * AT_ONCE) {
             RowStretch<T, A> w[AT_ONCE];

@@ -1,5 +1,6 @@
-// Plasticity, in place on the weights (SPEC §3.4): spikes in x as a spike list (common.cuh; an
-// event vector is listed first, but for pre on few neurons: src/cuda/ops.rs), the trace in aux,
+// Plasticity, in place on the weights (SPEC §3.4): spikes in x as a spike list (common.cuh; for
+// CSR an event vector is listed first, but for pre on few neurons: src/cuda/ops.rs; the dense
+// rules list it in each block) or an event vector, the trace in aux,
 // the weights in `weights` (CSR) or y (dense). Each weight is touched by one thread (a neuron
 // listed twice: by two, unordered), so no atomics.
 #include "active_lines.cuh"
@@ -19,42 +20,53 @@ template <class T, class Walk> struct AddTrace {
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
-// Dense W (m x k, in y), the live neurons in a spike list (an event vector is listed by a
-// first launch), read where it lies (broadcast loads, cached). Pre adds trace[c] to the listed
-// rows, a thread per column of the block's 256 and the block's y index taking every
-// gridDim.y-th listed row (each row's stretch of W coalesced); post adds trace[i] to the listed
-// columns of the block's DENSE_POST_ROWS rows, a thread per (row, listed column) pair.
+// Dense W (m x k, in y), in one launch: the live neurons in a spike list, read where it lies
+// (broadcast loads, cached), or an event vector that each block lists itself a window at a time
+// (`each_window`). Pre adds trace[c] to the live rows, a thread per column of the block's
+// PLASTICITY_THREADS and the block's y index taking every gridDim.y-th live row (each row's
+// stretch of W coalesced); post adds trace[i] to the live columns of the block's
+// DENSE_POST_ROWS rows, a thread per (row, live column) pair.
+#define PLASTICITY_THREADS 256
+#define PLASTICITY_WINDOW (PLASTICITY_THREADS * WINDOW_RUN)
 #define DENSE_POST_ROWS 32
-template <class T> __device__ void dense_pre(const Args& a) {
+template <class T, class In> __device__ void dense_pre(const Args& a) {
     typedef typename AccOf<T>::type A;
+    __shared__ __align__(16) unsigned short window[PLASTICITY_WINDOW];
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= a.k) return;
-    const A delta = A(to_f(((const T*)a.aux)[c]));
-    const int count = (int)listed(a);
+    const A delta = c < a.k ? A(to_f(((const T*)a.aux)[c])) : A(0);
+    each_window<PLASTICITY_THREADS, A, In>(a, a.m, window, [&](int count, auto row, auto) {
+        if (c >= a.k) return;
 #pragma unroll 4  // four rows' updates in flight
-    for (int t = blockIdx.y; t < count; t += gridDim.y) {
-        const int64_t r = listed_at(a, t, a.m);
-        if (r >= 0) clip_add((T*)a.y + r * a.ldy + c, delta, a);
-    }
+        for (int t = blockIdx.y; t < count; t += gridDim.y) {
+            const int64_t r = row(t);
+            if (r >= 0) clip_add((T*)a.y + r * a.ldy + c, delta, a);
+        }
+    });
 }
-template <class T> __device__ void dense_post(const Args& a) {
+template <class T, class In> __device__ void dense_post(const Args& a) {
     typedef typename AccOf<T>::type A;
+    __shared__ __align__(16) unsigned short window[PLASTICITY_WINDOW];
     const T* trace = (const T*)a.aux;
     const int64_t i0 = (int64_t)blockIdx.x * DENSE_POST_ROWS;
-    const int rows = (int)min((int64_t)DENSE_POST_ROWS, a.m - i0), count = (int)listed(a);
-    for (int q = threadIdx.x; q < rows * count; q += blockDim.x) {
-        const int64_t i = i0 + q / count, c = listed_at(a, q % count, a.k);
-        if (c >= 0) clip_add((T*)a.y + i * a.ldy + c, A(to_f(trace[i])), a);
-    }
+    const int rows = (int)min((int64_t)DENSE_POST_ROWS, a.m - i0);
+    each_window<PLASTICITY_THREADS, A, In>(a, a.k, window, [&](int count, auto column, auto) {
+        for (int q = threadIdx.x; q < rows * count; q += blockDim.x) {
+            const int64_t i = i0 + q / count, c = column(q % count);
+            if (c >= 0) clip_add((T*)a.y + i * a.ldy + c, A(to_f(trace[i])), a);
+        }
+    });
 }
 
-// Post and the dense rules read spike lists only: an event vector is listed first; pre reads
-// an event vector of few neurons directly (src/cuda/ops.rs, csr_plasticity).
+// CSR post reads spike lists only: an event vector is listed first; CSR pre reads an event
+// vector of few neurons directly (src/cuda/ops.rs, csr_plasticity); the dense rules read every
+// kind.
 #define CSR_PRE(T, TN, E, EN) \
     EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>))
+#define DENSE_PLASTICITY(T, TN, E, EN)                                                 \
+    EVS_KERNEL(dense_pre_##TN##_##EN, (PLASTICITY_THREADS), (dense_pre<T, E>))         \
+    EVS_KERNEL(dense_post_##TN##_##EN, (PLASTICITY_THREADS), (dense_post<T, E>))
 #define PLASTICITY_ALL(T, TN)                                                                        \
     EVS_FOR_SPIKE_INPUTS(CSR_PRE, T, TN)                                                             \
     EVS_WEIGHTS_KERNEL(csr_post_##TN##_i32, (256), (warp_per_line<SpikeList, CscWalk, AddTrace<T, CscWalk>>)) \
-    EVS_KERNEL(dense_pre_##TN##_i32, (256), dense_pre<T>)                                            \
-    EVS_KERNEL(dense_post_##TN##_i32, (256), dense_post<T>)
+    EVS_FOR_SPIKE_INPUTS(DENSE_PLASTICITY, T, TN)
 EVS_FOR_FLOATS(PLASTICITY_ALL)

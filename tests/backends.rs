@@ -1066,8 +1066,13 @@ fn dense_plasticity_matches_cpu() {
     p.each_algorithm::<plan::DensePlasticity>(|p| {
         for t in FLOATS {
             for e in SPIKE_INPUTS {
-                for post in [false, true] {
-                    let (m, k) = (1 + p.rng.below(120), 1 + p.rng.below(300));
+                // past one window of the GPU's listing (8,192 neurons) where `long`
+                for (post, long) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let (mut m, mut k) = (1 + p.rng.below(120), 1 + p.rng.below(300));
+                    if long {
+                        let (neurons, other) = (8_193 + p.rng.below(2000), 1 + p.rng.below(20));
+                        (m, k) = if post { (other, neurons) } else { (neurons, other) };
+                    }
                     let (n_spikes, n_trace) = if post { (k, m) } else { (m, k) };
                     let wv = p.values(m * k, 0);
                     let w = p.both(t, (2, m, k), &wv);
@@ -1075,7 +1080,7 @@ fn dense_plasticity_matches_cpu() {
                     let tv = p.values(n_trace, 10);
                     let trace = p.both(t, (1, n_trace, 1), &tv);
                     let (lo, hi) = bounds(p);
-                    let what = format!("dense plasticity post={post} {}", e.name());
+                    let what = format!("dense plasticity post={post} W {m}x{k} {}", e.name());
                     if p.ran(&what, ops::dense_plasticity(&p.dev.1, post, &w.dev, spikes.dev(), &trace.dev, lo, hi)) {
                         ops::dense_plasticity(&p.cpu.1, post, &w.cpu, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
                         p.compare(&what, &w);

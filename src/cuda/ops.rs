@@ -876,13 +876,15 @@ fn on_spike_list(s: &Stream, spikes: Spikes, base: Args, launch: impl FnOnce(Arg
     }
 }
 
-/// Rows of W a dense post-plasticity block takes (DENSE_POST_ROWS in kernels/plasticity.cu), and
-/// blocks per SM that dense pre plasticity aims at (its blocks' y index shares the listed rows).
+/// Rows of W a dense post-plasticity block takes (DENSE_POST_ROWS in kernels/plasticity.cu, whose
+/// blocks have THREADS threads: PLASTICITY_THREADS), and blocks per SM that dense pre plasticity
+/// aims at (its blocks' y index shares the live rows).
 const DENSE_POST_ROWS: u64 = 32;
 const DENSE_PRE_BLOCKS_PER_SM: u64 = 4;
 
-/// Dense plasticity on W (m x k); each block lists the live neurons itself. Pre: blocks of 256
-/// columns, their y index sharing the listed rows; post: blocks of DENSE_POST_ROWS rows.
+/// Dense plasticity on W (m x k) in one launch; each block reads a spike list where it lies or
+/// lists an event vector itself. Pre: blocks of 256 columns, their y index sharing the live
+/// rows; post: blocks of DENSE_POST_ROWS rows.
 pub fn dense_plasticity(
     s: &Stream,
     post: bool,
@@ -915,9 +917,11 @@ pub fn dense_plasticity(
         return Ok(());
     }
     let family = if post { DENSE_POST } else { DENSE_PRE };
-    on_spike_list(s, spikes, base, |args, _| {
-        gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(DType::I32))?, grid, &args)
-    })
+    let (args, input) = match spikes {
+        Spikes::List(list) => (list_args(list, base), DType::I32),
+        Spikes::Events(x) => (Args { x: x.buf.addr(), ldx: x.ld as i64, events: 1, ..base }, x.dtype),
+    };
+    gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input))?, grid, &args)
 }
 
 /// Whether B and A's values are aligned for the WMMA paths: B's columns and row stride multiples
