@@ -339,17 +339,18 @@ template <class A, class In> __device__ unsigned live16(const Args& a, int64_t e
 
 // f(count, row(t), value(r)) for the live inputs r < limit, a block of THREADS threads calling
 // it whole: a spike list as it lies (t < count: row(t) its t-th entry, -1 where out of range),
-// or an event or float vector a window of THREADS * WINDOW_RUN inputs at a time (WINDOW_RUN
+// or the inputs [begin, limit) of an event or float vector (begin a multiple of WINDOW_RUN, so
+// that the loads stay 16 bytes) a window of THREADS * WINDOW_RUN inputs at a time (WINDOW_RUN
 // consecutive ones a thread, their loads in flight together, one block scan), listed in
 // `window` (that many entries) as offsets from the window's start.
 #define WINDOW_RUN 32
 template <int THREADS, class A, class In, class F>
-__device__ void each_window(const Args& a, int64_t limit, unsigned short* window, F f) {
+__device__ void each_window(const Args& a, int64_t begin, int64_t limit, unsigned short* window, F f) {
     static_assert(THREADS * WINDOW_RUN <= 65536, "offsets fit in 16 bits");
     if constexpr (std::is_same<In, SpikeList>::value) {
         f((int)listed(a), [&](int t) { return listed_at(a, t, limit); }, [](int64_t) { return A(1); });
     } else {
-        for (int64_t base = 0; base < limit; base += THREADS * WINDOW_RUN) {
+        for (int64_t base = begin; base < limit; base += THREADS * WINDOW_RUN) {
             constexpr int HALVES_AT_ONCE = sizeof(In) < 8 ? 2 : 1;  // f64 inputs: fewer spills
             unsigned live = 0;
 #pragma unroll HALVES_AT_ONCE

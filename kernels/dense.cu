@@ -33,7 +33,7 @@ template <class T, class In> __device__ void mv_n(const Args& a) {
     const int warp = threadIdx.x / 32, lane = lane_id();
     const int64_t i0 = (int64_t)blockIdx.x * MV_ROWS + warp;
     A acc[PER_WARP] = {};
-    each_window<MV_THREADS, A, In>(a, a.k, window, [&](int count, auto row, auto value) {
+    each_window<MV_THREADS, A, In>(a, 0, a.k, window, [&](int count, auto row, auto value) {
         for (int t0 = lane; t0 < count; t0 += 32 * MV_N_AT_ONCE) {
             A w[MV_N_AT_ONCE][PER_WARP], v[MV_N_AT_ONCE];
 #pragma unroll
@@ -91,7 +91,7 @@ template <class T, class In> __device__ void mv_t(const Args& a) {
     const bool vector = (uintptr_t)a.aux % sizeof(Run<T, MV_T_LANE_COLS>) == 0 && a.ldaux % MV_T_LANE_COLS == 0;
     A acc[MV_T_LANE_COLS] = {};
     // rows row(t) (-1: none) of t < count, a warp taking every MV_WARPS-th, times value(r)
-    each_window<MV_THREADS, A, In>(a, a.k, window, [&](int count, auto row, auto value) {
+    each_window<MV_THREADS, A, In>(a, 0, a.k, window, [&](int count, auto row, auto value) {
         constexpr int AT_ONCE = MV_T_ROWS_AT_ONCE / (sizeof(T) / 4 > 1 ? 2 : 1);
         for (int t0 = warp; t0 < count; t0 += MV_WARPS * AT_ONCE) {
             RowStretch<T, A> w[AT_ONCE];

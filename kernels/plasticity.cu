@@ -23,21 +23,26 @@ template <class T, class Walk> struct AddTrace {
 // Dense W (m x k, in y), in one launch: the live neurons in a spike list, read where it lies
 // (broadcast loads, cached), or an event vector that each block lists itself a window at a time
 // (`each_window`). Pre adds trace[c] to the live rows, a thread per column of the block's
-// PLASTICITY_THREADS and the block's y index taking every gridDim.y-th live row (each row's
-// stretch of W coalesced); post adds trace[i] to the live columns of the block's
-// DENSE_POST_ROWS rows, a thread per (row, live column) pair.
+// PLASTICITY_THREADS, the block's y index taking every gridDim.y-th listed row of a spike list
+// or listing its own slice of an event vector's rows (a few hundred at 1 %: one load a thread,
+// not the whole vector per block); each row's stretch of W coalesced. Post adds trace[i] to the
+// live columns of the block's DENSE_POST_ROWS rows, a thread per (row, live column) pair.
 #define PLASTICITY_THREADS 256
 #define PLASTICITY_WINDOW (PLASTICITY_THREADS * WINDOW_RUN)
 #define DENSE_POST_ROWS 32
 template <class T, class In> __device__ void dense_pre(const Args& a) {
     typedef typename AccOf<T>::type A;
+    constexpr bool LIST = std::is_same<In, SpikeList>::value;
     __shared__ __align__(16) unsigned short window[PLASTICITY_WINDOW];
     const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const A delta = c < a.k ? A(to_f(((const T*)a.aux)[c])) : A(0);
-    each_window<PLASTICITY_THREADS, A, In>(a, a.m, window, [&](int count, auto row, auto) {
+    const int64_t slice = LIST ? a.m : (a.m + gridDim.y * WINDOW_RUN - 1) / (gridDim.y * WINDOW_RUN) * WINDOW_RUN;
+    const int64_t begin = LIST ? 0 : blockIdx.y * slice;
+    const int first = LIST ? blockIdx.y : 0, step = LIST ? gridDim.y : 1;
+    each_window<PLASTICITY_THREADS, A, In>(a, begin, min(a.m, begin + slice), window, [&](int count, auto row, auto) {
         if (c >= a.k) return;
 #pragma unroll 4  // four rows' updates in flight
-        for (int t = blockIdx.y; t < count; t += gridDim.y) {
+        for (int t = first; t < count; t += step) {
             const int64_t r = row(t);
             if (r >= 0) clip_add((T*)a.y + r * a.ldy + c, delta, a);
         }
@@ -49,7 +54,7 @@ template <class T, class In> __device__ void dense_post(const Args& a) {
     const T* trace = (const T*)a.aux;
     const int64_t i0 = (int64_t)blockIdx.x * DENSE_POST_ROWS;
     const int rows = (int)min((int64_t)DENSE_POST_ROWS, a.m - i0);
-    each_window<PLASTICITY_THREADS, A, In>(a, a.k, window, [&](int count, auto column, auto) {
+    each_window<PLASTICITY_THREADS, A, In>(a, 0, a.k, window, [&](int count, auto column, auto) {
         for (int q = threadIdx.x; q < rows * count; q += blockDim.x) {
             const int64_t i = i0 + q / count, c = column(q % count);
             if (c >= 0) clip_add((T*)a.y + i * a.ldy + c, A(to_f(trace[i])), a);
