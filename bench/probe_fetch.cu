@@ -1,7 +1,9 @@
 // Does the L2 fetch granularity limit (cudaLimitMaxL2FetchGranularity) change the cost of
 // scattered 4-byte reads from DRAM? dense mv N's pattern: W 10000² f32, 1 % of its columns
-// live, a warp per row reading the row's live columns (100 sectors a row). Build and run on the
-// GPU machine: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/probe_fetch.cu -o /tmp/f && /tmp/f
+// live, a warp per row reading the row's live columns (100 sectors a row); dense plasticity
+// post's (the same elements updated) and pre's (the live rows updated whole), and an empty
+// launch. Build and run on the GPU machine:
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/probe_fetch.cu -o /tmp/f && /tmp/f
 #include "probe.cuh"
 
 __global__ void rows_at(const float* w, const int* cols, int live, int m, int k, float* y) {
@@ -19,6 +21,14 @@ __global__ void rows_update(float* w, const int* cols, int live, int m, int k) {
     if (warp >= m) return;
     for (int t = lane; t < live; t += 32) w[(long)warp * k + cols[t]] += 1e-3f;
 }
+
+// dense plasticity pre's pattern: the live rows updated whole, a thread per element (every
+// update in flight at once: the floor of the touched rows), and an empty launch beside it.
+__global__ void whole_rows_update(float* w, const int* rows, int k) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < k) w[(long)rows[blockIdx.y] * k + c] += 1e-3f;
+}
+__global__ void empty() {}
 
 int main() {
     const int m = 10000, k = 10000;
@@ -57,7 +67,15 @@ int main() {
                            update ? "update" : "read  ", live, g, got, t.event_us / SETS, t.graph_us / SETS, (double)m * live * 32 / 1e6);
                 }
             }
+        CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, def));
+        const Timing t = time_call(s, [&] {
+            for (int q = 0; q < SETS; q++) whole_rows_update<<<dim3((k + 255) / 256, live), 256, 0, s>>>(w, dc + q * live, k);
+        });
+        printf("pre    live %d rows updated whole: event %.2f graph %.2f us a launch, %.0f MB read and written\n", live,
+               t.event_us / SETS, t.graph_us / SETS, (double)live * k * 4 / 1e6);
         cudaFree(dc);
     }
+    const Timing t = time_call(s, [&] { empty<<<1, 32, 0, s>>>(); });
+    printf("empty launch: event %.2f graph %.2f us\n", t.event_us, t.graph_us);
     return 0;
 }
