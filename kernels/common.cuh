@@ -322,10 +322,10 @@ __device__ int64_t list_active(const E* x, int64_t ldx, int64_t start, int64_t s
 // they are contiguous and aligned, one load each otherwise, none past the limit (a window's
 // threads past it would otherwise spend ~150 instructions each on predicated-off loads).
 template <class A, class In> __device__ unsigned live16(const Args& a, int64_t e0, int64_t limit) {
+    if (e0 >= limit) return 0;
     constexpr int PER_LOAD = 16 / sizeof(In);
     const In* x = (const In*)a.x;
     unsigned bits = 0;
-    if (e0 >= limit) return 0;
     if (a.ldx == 1 && e0 + 16 <= limit && (uintptr_t)(x + e0) % 16 == 0) {
         Run<In, PER_LOAD> v[16 / PER_LOAD];
 #pragma unroll

@@ -41,7 +41,10 @@ template <class T, class In> __device__ void dense_pre(const Args& a) {
     const int first = LIST ? blockIdx.y : 0, step = LIST ? gridDim.y : 1;
     each_window<PLASTICITY_THREADS, A, In>(a, begin, min(a.m, begin + slice), window, [&](int count, auto row, auto) {
         if (c >= a.k) return;
-#pragma unroll 4  // four rows' updates in flight
+        // unrolled, though each store still orders the next row's load after it: eight rows
+        // loaded before any was written measured no faster (bench/NOTES.md, "Dense plasticity
+        // and mv: floors measured")
+#pragma unroll 4
         for (int t = first; t < count; t += step) {
             const int64_t r = row(t);
             if (r >= 0) clip_add((T*)a.y + r * a.ldy + c, delta, a);
