@@ -92,6 +92,11 @@ fn list_args(list: SpikeList, args: Args) -> Args {
         .as_spike_list(args)
 }
 
+/// An event vector as the input of a kernel: its elements in x (stride ldx), read as events.
+fn event_args(x: &Dense, args: Args) -> Args {
+    Args { x: x.buf.addr(), ldx: x.ld as i64, events: 1, ..args }
+}
+
 /// A list of indices on the device (int32) with its device-side count: a caller's spike list,
 /// or the active rows of an event array that `list_event_columns` wrote (one list a column,
 /// `capacity` apart, their counts side by side).
@@ -842,7 +847,7 @@ pub fn csr_plasticity(
     // pre on an event vector of few neurons walks it directly: blocks take runs of candidates
     if let (CsrPlasticity::PreRows, Spikes::Events(x)) = (alg, spikes) {
         if x.rows < PRE_LISTED_MIN_NEURONS {
-            let args = Args { x: x.buf.addr(), ldx: x.ld as i64, events: 1, ..base };
+            let args = event_args(x, base);
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, line_blocks(gpu, a.m), &args);
         }
     }
@@ -919,7 +924,7 @@ pub fn dense_plasticity(
     let family = if post { DENSE_POST } else { DENSE_PRE };
     let (args, input) = match spikes {
         Spikes::List(list) => (list_args(list, base), DType::I32),
-        Spikes::Events(x) => (Args { x: x.buf.addr(), ldx: x.ld as i64, events: 1, ..base }, x.dtype),
+        Spikes::Events(x) => (event_args(x, base), x.dtype),
     };
     gpu.launch(stream, gpu.kernel(family, Some(w.dtype), Some(input))?, grid, &args)
 }
