@@ -48,5 +48,7 @@ for rnd in range(int(os.environ.get("ROUNDS", "3"))):
             ctx.set_algorithm(f"{family}:{alg}")
             out.append(f"{op} {alg} {cpu.timed(lambda: evsparse.spmm(ha, hb, hc, op=op, events=False, stream=st)) * 1e3:.1f}")
         ctx.set_algorithm(f"{family}:auto")
+        evsparse.spmm(ha, hb, hc, op=op, events=False, stream=st)
+        out.append(f"auto: {evsparse.last_plan()}")
         out.append(f"torch {op} {cpu.timed(lambda: ta @ tb if op == 'N' else tat @ tb) * 1e3:.1f}")
     print(f"round {rnd}: " + " | ".join(out), flush=True)

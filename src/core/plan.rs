@@ -495,12 +495,23 @@ pub fn spmm_n_gather_from(nnz: usize, cols: usize) -> usize {
     gather_from(nnz, if cols > 1 { CPU.wide_csc_scatter_share } else { CPU.scatter_share })
 }
 
+/// A core's caches as the CPU gathers see them: its L2, and the largest input its L3 feeds a
+/// row gather from as fast as L2-sized blocks would (0: none).
+#[derive(Clone, Copy, Debug)]
+pub struct GatherCaches {
+    pub l2: usize,
+    pub l3_gather: usize,
+}
+
 /// Whether a CPU gather walks its input in L2-sized blocks: the input (B) larger than the
-/// core's L2, at least `CPU.input_blocks_min_cols` columns, and the lines it gathers along
-/// sorted (else a line's entries within a block are not together and the walk meets them in
-/// later blocks).
-pub fn input_blocks_pay(rows: usize, cols: usize, acc_bytes: usize, l2_bytes: usize, sorted_lines: bool) -> bool {
-    sorted_lines && cols >= CPU.input_blocks_min_cols && rows.saturating_mul(cols * acc_bytes) > l2_bytes
+/// core's L2 and than what its L3 feeds a row gather from at L2's pace (an AMD Zen L3 does, for
+/// inputs up to half of it: there the blocks lost 10-50 %, bench/NOTES.md "CPU: the row gather
+/// against L2 blocks by the L3 that feeds it"), at least `CPU.input_blocks_min_cols` columns, and
+/// the lines it gathers along sorted (else a line's entries within a block are not together and
+/// the walk meets them in later blocks).
+pub fn input_blocks_pay(rows: usize, cols: usize, acc_bytes: usize, caches: GatherCaches, sorted_lines: bool) -> bool {
+    let bytes = rows.saturating_mul(cols * acc_bytes);
+    sorted_lines && cols >= CPU.input_blocks_min_cols && bytes > caches.l2 && bytes > caches.l3_gather
 }
 
 /// spmv / spmm N on the CPU, from the stored entries the live input rows (A's columns) reach,
@@ -896,11 +907,16 @@ mod tests {
         assert_eq!(choose_spmm_n_cpu(1000 * 200, 10000 * 200, 128, true), SpmmN::InputBlocks);
         assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80, false), SpmmT::CscGather);
         assert_eq!(choose_spmm_t_cpu(4000 * 80, 4000 * 80, true), SpmmT::InputBlocks);
-        // B 10000 x 128 f32 (5 MB) in a 2 MB L2 pays; in 8 MB, rows unsorted or 64 columns not
-        assert!(input_blocks_pay(10000, 128, 4, 2 << 20, true));
-        assert!(!input_blocks_pay(10000, 128, 4, 8 << 20, true));
-        assert!(!input_blocks_pay(10000, 128, 4, 2 << 20, false));
-        assert!(!input_blocks_pay(40000, 64, 4, 2 << 20, true));
+        // B 10000 x 128 f32 (5 MB) in a 2 MB L2 pays; in 8 MB, rows unsorted, 64 columns or an L3
+        // that feeds the row gather from 16 MB not; B 200,000 x 128 (102 MB) past that L3 pays
+        let l2 = |l2| GatherCaches { l2, l3_gather: 0 };
+        assert!(input_blocks_pay(10000, 128, 4, l2(2 << 20), true));
+        assert!(!input_blocks_pay(10000, 128, 4, l2(8 << 20), true));
+        assert!(!input_blocks_pay(10000, 128, 4, l2(2 << 20), false));
+        assert!(!input_blocks_pay(40000, 64, 4, l2(2 << 20), true));
+        let zen = GatherCaches { l2: 1 << 20, l3_gather: 16 << 20 };
+        assert!(!input_blocks_pay(10000, 128, 4, zen, true));
+        assert!(input_blocks_pay(200_000, 128, 4, zen, true));
         assert_eq!(choose_dense_mm_cpu(2000, 2000 * 100, DType::F32), DenseMm::InputNonzeros);
         assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::F32), DenseMm::Gemm);
         assert_eq!(choose_dense_mm_cpu(2000 * 100, 2000 * 100, DType::BF16), DenseMm::Reference);

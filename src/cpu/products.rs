@@ -110,7 +110,7 @@ where
 
 /// Whether the gather of `p` walks its input in L2-sized blocks (`plan::input_blocks_pay`).
 fn blocks_pay<T: Float>(p: &Product, sorted_lines: bool) -> bool {
-    plan::input_blocks_pay(p.x.rows, p.x.cols, std::mem::size_of::<T::Acc>(), super::l2_bytes(), sorted_lines)
+    plan::input_blocks_pay(p.x.rows, p.x.cols, std::mem::size_of::<T::Acc>(), super::gather_caches(), sorted_lines)
 }
 
 /// spmv on a spike list (checked against the neurons) on a CPU context: the listed lines
