@@ -504,11 +504,11 @@ pub struct GatherCaches {
 }
 
 /// Whether a CPU gather walks its input in L2-sized blocks: the input (B) larger than the
-/// core's L2 and than what its L3 feeds a row gather from at L2's pace (an AMD Zen L3 does, for
-/// inputs up to half of it: there the blocks lost 10-50 %, bench/NOTES.md "CPU: the row gather
-/// against L2 blocks by the L3 that feeds it"), at least `CPU.input_blocks_min_cols` columns, and
-/// the lines it gathers along sorted (else a line's entries within a block are not together and
-/// the walk meets them in later blocks).
+/// core's L2 and than what its L3 feeds a row gather from better than the blocks (an AMD Zen L3
+/// does, for inputs up to half of it: the row gather ran 1.1-1.7x faster there, bench/NOTES.md
+/// "CPU: the row gather against L2 blocks by the L3 that feeds it"), at least
+/// `CPU.input_blocks_min_cols` columns, and the lines it gathers along sorted (else a line's
+/// entries within a block are not together and the walk meets them in later blocks).
 pub fn input_blocks_pay(rows: usize, cols: usize, acc_bytes: usize, caches: GatherCaches, sorted_lines: bool) -> bool {
     let bytes = rows.saturating_mul(cols * acc_bytes);
     sorted_lines && cols >= CPU.input_blocks_min_cols && bytes > caches.l2 && bytes > caches.l3_gather

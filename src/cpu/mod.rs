@@ -38,9 +38,9 @@ pub(crate) fn l2_bytes() -> usize {
 }
 
 /// This core's caches for the gathers' choice of L2 blocks (`plan::input_blocks_pay`): an AMD
-/// L3 (Zen: a core's own slice of the chip's L3, close to it) feeds a row gather from inputs of
-/// up to half its size about as fast as the L2 blocks would, which lost 10-50 % there; the
-/// Intel server L3 on its mesh does not (the blocks won 2x on the Xeon VM). Read once.
+/// L3 (Zen: close to its cores) feeds a row gather from inputs of up to half its size well
+/// enough that it beat the L2 blocks 1.1-1.7x on Zen 4; the Intel server L3 on its mesh does
+/// not (the blocks won 2x on the Xeon VM). Read once.
 pub(crate) fn gather_caches() -> plan::GatherCaches {
     static L3_GATHER: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let l3_gather = *L3_GATHER.get_or_init(|| if amd() { read_cache_bytes(3).unwrap_or(0) / 2 } else { 0 });
