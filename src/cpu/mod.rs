@@ -48,15 +48,18 @@ pub(crate) fn gather_caches() -> plan::GatherCaches {
 }
 
 /// Whether this is an AMD x86 processor (CPUID's vendor string).
+#[cfg(target_arch = "x86_64")]
 fn amd() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // CPUID leaf 0 (the vendor) exists on every x86-64 processor
-        let id = std::arch::x86_64::__cpuid(0);
-        (id.ebx, id.edx, id.ecx)
-            == (u32::from_le_bytes(*b"Auth"), u32::from_le_bytes(*b"enti"), u32::from_le_bytes(*b"cAMD"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: CPUID leaf 0 exists on every x86-64 processor (the call is safe from Rust 1.87;
+    // the block keeps rust-version 1.80 building)
+    #[allow(unused_unsafe)]
+    let id = unsafe { std::arch::x86_64::__cpuid(0) };
+    (id.ebx, id.edx, id.ecx)
+        == (u32::from_le_bytes(*b"Auth"), u32::from_le_bytes(*b"enti"), u32::from_le_bytes(*b"cAMD"))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn amd() -> bool {
     false
 }
 
