@@ -496,7 +496,7 @@ pub fn spmm_n_gather_from(nnz: usize, cols: usize) -> usize {
 }
 
 /// A core's caches as the CPU gathers see them: its L2, and the largest input its L3 feeds a
-/// row gather from as fast as L2-sized blocks would (0: none).
+/// row gather from better than L2-sized blocks would (0: none).
 #[derive(Clone, Copy, Debug)]
 pub struct GatherCaches {
     pub l2: usize,
