@@ -324,13 +324,22 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
                 used = __any_sync(~0u, what >> g & 1);
                 if (what & STAGE_LAST) steps = step + 1;
             }
-            wgmma_fence();
-#pragma unroll
-            for (int k = 0; k < WG_STAGE_K / 16; k++) {  // A: 16 columns (32 B) of a slot; B: 16 rows (2 KB)
-                if (k * 16 >= used * KS) break;
+            // A: 16 columns (32 B) of a slot; B: 16 rows (2 KB)
+            auto mma = [&](int k) {
                 const uint8_t* a_k = stage + k * 16 / KS * A_SLOT + a_part + k * 16 % KS * 2;
                 wgmma_m64k16<T, N>(d, swizzled_desc<A_ROW>(a_k, 16, 8 * A_ROW),
                                    swizzled_desc<128>(stage + A_BYTES + b_part + k * 16 * 128, BOX_BYTES, 1024));
+            };
+            wgmma_fence();
+            if (used * KS >= WG_STAGE_K) {  // a full stage: its wgmmas in one run, no branch between them
+#pragma unroll
+                for (int k = 0; k < WG_STAGE_K / 16; k++) mma(k);
+            } else {
+#pragma unroll
+                for (int k = 0; k < WG_STAGE_K / 16; k++) {
+                    if (k * 16 >= used * KS) break;
+                    mma(k);
+                }
             }
             wgmma_commit();
             if constexpr (HOLDS) {
