@@ -105,6 +105,7 @@ struct Args {
     const int64_t* chunks;  // (row, begin, end) of each chunk of the long rows
     int64_t n_chunks;
     const unsigned* slice_offsets;  // per row, where its entries of each output slice begin (below)
+    int64_t slice_width;    // outputs of a slice where it is not SLICE_OUTPUTS (N's column slices)
     const void* x;          // input (vector = one column)
     int64_t ldx;
     void* y;                // output

@@ -432,6 +432,50 @@ fn spmv_and_spmm_t_match_cpu() {
     p.each_algorithm::<plan::SpmmT>(|p| (0..2).for_each(|_| spmm_cases(p, Op::T)));
 }
 
+/// spmv N on event vectors with `output_slices` forced: slices 128 and 1,024 rows wide (the last
+/// one partial), up to `N_SLICE_INPUTS` columns, unsorted rows with duplicates, every dtype,
+/// homo and hetero, every event dtype (negative floats inactive), and no event, few (the
+/// slices), many and all (the gather branch of the same launch), each against the CPU.
+#[test]
+fn spmv_n_output_slices_match_cpu() {
+    let mut p = Pair::new();
+    if !p.on_gpu() {
+        return;
+    }
+    let name = "spmm_n:output_slices";
+    p.dev.0.forced.apply(name).unwrap();
+    p.forced = Some(name);
+    let shapes = [(37, 300, 20, 128), (1_000, 777, 40, 128), (5_000, 4_000, 14, 1_024), (3_001, 16_384, 60, 128)];
+    for (case, (m, k, per_column, width)) in shapes.into_iter().enumerate() {
+        let mut indptr = vec![0i64];
+        let mut indices = vec![];
+        for _ in 0..m {
+            let len = p.rng.below(2 * per_column * k / m);
+            push_row(&mut p.rng, (&mut indptr, &mut indices), len, k, 6);
+        }
+        let pat = Pattern { m, k, indptr, indices };
+        assert_eq!(plan::column_slice_width(&CsrStats::of(&pat.view())), Some(width), "{m}x{k}");
+        for (i, t) in FLOATS.into_iter().enumerate() {
+            let homo = (case + i) % 2 == 0;
+            let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
+            for (j, rate) in [0, 2, 12, 100].into_iter().enumerate() {
+                let xt = [DType::Bool, DType::F16, DType::BF16, DType::F32, DType::F64][(case + i + j) % 5];
+                let inactive = if xt == DType::Bool { 0.0 } else { -0.5 };
+                let events: Vec<f64> = (0..k).map(|_| if p.rng.below(100) < rate { 1.0 } else { inactive }).collect();
+                let x = p.both(xt, (1, k, 1), &events);
+                let (alpha, beta) = scalars(&mut p);
+                let y = p.output(t, (1, m, 1), beta);
+                let what = format!("{name} {} homo={homo} {}% {} events {m}x{k}", t.name(), rate, xt.name());
+                let kind = InputKind::Events;
+                assert!(p.ran(&what, ops::spmm(&p.dev.1, Op::N, kind, alpha, &dev_a, &x.dev, beta, &y.dev, true)));
+                ops::spmm(&p.cpu.1, Op::N, kind, alpha, &cpu_a, &x.cpu, beta, &y.cpu, true).unwrap();
+                p.compare(&what, &y);
+            }
+        }
+    }
+    p.dev.0.forced.apply("spmm_n:auto").unwrap();
+}
+
 /// The scatters' beta pass (y scaled or zeroed before the atomics): outputs past one 64 KB
 /// scaling launch (a memset where beta = 0), six calls in a row on one stream with beta changing,
 /// from an event vector and a spike list, f32 and f64, each against the CPU. T:

@@ -4,7 +4,7 @@
 use super::context::{Backend, Context, Stream};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
-use super::plan::{row_class, slice_offsets_kept, slices, SLICE_OUTPUTS, SPMM_N};
+use super::plan::{column_slice_width, row_class, slice_offsets_kept, slices, SLICE_OUTPUTS, SPMM_N};
 use super::stats::CsrStats;
 use super::{checked_product, size_arg};
 use crate::dtype::{with_float, Acc, DType, Float};
@@ -145,15 +145,25 @@ impl Profile {
 }
 
 /// The CSC mirror in device memory: colptr (int64, k + 1), rowind (int32), perm (int64); and
-/// where `plan::slice_offsets_kept`, the rows' slice offsets of `output_slices`.
+/// where `plan::slice_offsets_kept`, the rows' slice offsets of `output_slices`; and the columns'
+/// of N's.
 pub struct DeviceAnalysis {
     pub colptr: Arc<Buffer>,
     pub rowind: Arc<Buffer>,
     pub perm: Arc<Buffer>,
     pub slice_offsets: Option<Arc<Buffer>>,
+    /// Where `plan::column_slice_width` gives a width, the columns' slice offsets of
+    /// `spmm_n:output_slices`.
+    pub column_slices: Option<ColumnSlices>,
     /// The hetero weights in CSC order, where evsparse owns them and nothing had written them
     /// at analysis (`Csr::csc_weights_on_device`).
     csc_weights: Option<DeviceCscWeights>,
+}
+
+/// The CSC mirror's columns' slice offsets (`slice_offsets`) for slices of `width` rows.
+pub struct ColumnSlices {
+    pub width: usize,
+    pub offsets: Arc<Buffer>,
 }
 
 /// Analysis' copy of the hetero weights in CSC order on the device, and a device flag (uint32)
@@ -173,22 +183,32 @@ const CSC_WEIGHTS_NNZ_MAX: usize = 1 << 28;
 /// copy rather than crowd out the caller's allocations.
 const CSC_WEIGHTS_FREE_SHARE: usize = 4;
 
-/// Per row, the offset of its first entry in each output slice of `SLICE_OUTPUTS` columns, from
-/// the row's start, and its length last (uint32, `slices(k) + 1` per row; rows sorted).
-fn slice_offsets(view: &CsrView<'_, i64>) -> Vec<u32> {
-    let slices = slices(view.k);
-    let mut offsets = vec![0u32; view.m * (slices + 1)];
+/// Per line, the offset of its first entry in each slice of `width` outputs, from the line's
+/// start, and its length last (uint32, `slices + 1` per line; each line's targets sorted): the
+/// rows' slice offsets of `spmm_t:output_slices`, the CSC mirror's columns' of `spmm_n`'s.
+fn slice_offsets<'a, I: Copy + Into<i64> + Sync + 'a>(
+    lines: usize,
+    line: impl Fn(usize) -> &'a [I] + Sync,
+    slices: usize,
+    width: usize,
+) -> Vec<u32> {
+    let mut offsets = vec![0u32; lines * (slices + 1)];
     offsets.par_chunks_mut(slices + 1).enumerate().for_each(|(i, out)| {
-        let row = &view.indices[view.row(i)];
+        let targets = line(i);
         let mut p = 0;
         for (s, o) in out.iter_mut().enumerate() {
-            while p < row.len() && (row[p] as usize) < s * SLICE_OUTPUTS {
+            while p < targets.len() && (targets[p].into() as usize) < s * width {
                 p += 1;
             }
             *o = p as u32;
         }
     });
     offsets
+}
+
+/// The rows' slice offsets of `spmm_t:output_slices` (slices of `SLICE_OUTPUTS` columns).
+fn row_slice_offsets(view: &CsrView<'_, i64>) -> Vec<u32> {
+    slice_offsets(view.m, |i| &view.indices[view.row(i)], slices(view.k), SLICE_OUTPUTS)
 }
 
 /// The bytes of a slice of plain numbers.
@@ -460,8 +480,16 @@ impl Csr {
             rowind: upload("csr analysis", as_bytes(&rowind))?,
             perm: upload("csr analysis", as_bytes(&perm))?,
             slice_offsets: match slice_offsets_kept(stats) {
-                true => Some(upload("csr analysis", as_bytes(&slice_offsets(view)))?),
+                true => Some(upload("csr analysis", as_bytes(&row_slice_offsets(view)))?),
                 false => None,
+            },
+            column_slices: match column_slice_width(stats) {
+                Some(width) => {
+                    let column = |c: usize| &rowind[colptr[c] as usize..colptr[c + 1] as usize];
+                    let offsets = slice_offsets(self.k, column, self.m.div_ceil(width), width);
+                    Some(ColumnSlices { width, offsets: upload("csr analysis", as_bytes(&offsets))? })
+                }
+                None => None,
             },
             csc_weights,
         };
@@ -641,6 +669,15 @@ mod tests {
         let indptr = [0i64, 5, 5, 7];
         let view = CsrView { m: 3, k: 2 * SLICE_OUTPUTS + 10, indptr: &indptr, indices: &indices };
         // three slices: per row, the offsets where slices 0, 1, 2 begin and the row's length
-        assert_eq!(slice_offsets(&view), [0, 2, 4, 5, 0, 0, 0, 0, 0, 1, 1, 2]);
+        assert_eq!(row_slice_offsets(&view), [0, 2, 4, 5, 0, 0, 0, 0, 0, 1, 1, 2]);
+    }
+
+    #[test]
+    fn column_slice_offsets_mark_each_columns_first_entry_per_slice() {
+        // the CSC mirror of a 5 x 2 matrix: column 0 holds rows 0, 1, 4; column 1 rows 2, 3
+        let (colptr, rowind) = ([0usize, 3, 5], [0u32, 1, 4, 2, 3]);
+        // slices of 2 rows: [0, 2), [2, 4), [4, 5); per column their offsets and its length
+        let offsets = slice_offsets(2, |c| &rowind[colptr[c]..colptr[c + 1]], 3, 2);
+        assert_eq!(offsets, [0, 2, 2, 3, 0, 0, 2, 2]);
     }
 }

@@ -121,6 +121,9 @@ pub fn spmm(
             let chosen = plan::choose_spmm_n(&profile.stats, y.cols, kind, a.dtype, &s.ctx.device_info());
             let fits = |alg| match alg {
                 plan::SpmmN::CscScatter => kind == InputKind::Events && y.cols == 1 && plan::can_scatter(a.dtype),
+                plan::SpmmN::OutputSlices => {
+                    kind == InputKind::Events && vector && plan::column_slice_width(&profile.stats).is_some()
+                }
                 plan::SpmmN::EventBits => kind == InputKind::Events && !vector,
                 plan::SpmmN::NonzeroLists => kind == InputKind::Float && !vector,
                 _ => true,

@@ -127,6 +127,13 @@ algorithms! {
         /// event vector is counted first, and where its active columns are not few the same
         /// launch gathers the rows instead, decided on the device).
         CscScatter = "csc_scatter" on Both,
+        /// spmv on event vectors of up to `N_SLICE_INPUTS` elements, in one launch: every block
+        /// lists the live columns itself; where they are few, a block per slice of the output
+        /// sums their entries in that slice along the CSC mirror in shared memory and writes
+        /// the slice once (no global atomics, no beta pass), any dtype; where they are not, the
+        /// same launch gathers the rows (decided on the device). Needs the columns' slice
+        /// offsets that analysis keeps where they are small (`column_slice_width`).
+        OutputSlices = "output_slices" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -344,6 +351,8 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
     let rows = &stats.rows;
     if skewed(rows) {
         SpmmN::LengthClasses
+    } else if kind == InputKind::Events && n == 1 && column_slice_width(stats).is_some() {
+        SpmmN::OutputSlices
     } else if kind == InputKind::Events && n == 1 && can_scatter(dtype) {
         SpmmN::CscScatter
     } else if kind == InputKind::Events && n > 1 {
@@ -355,6 +364,31 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
     } else {
         SpmmN::WarpPerRow
     }
+}
+
+/// Events `spmm_n:output_slices` takes at most: every block lists them in one window of its
+/// shared memory (kernels/sparse.cu, N_SLICE_INPUTS).
+pub const N_SLICE_INPUTS: usize = 16384;
+
+/// The slice widths `spmm_n:output_slices` may run with, narrowest first (kernels/sparse.cu,
+/// N_SLICE_WIDTH_MAX): narrower slices are more blocks, each with fewer entries per column.
+const N_SLICE_WIDTHS: [usize; 4] = [128, 256, 512, 1024];
+
+/// Bytes of column slice offsets analysis may keep per stored entry (the CSC mirror takes 12
+/// and more).
+const N_SLICE_OFFSET_BYTES_PER_ENTRY: usize = 2;
+
+/// The slice width of `spmm_n:output_slices` on a matrix, where analysis keeps its columns'
+/// slice offsets (4 bytes per column and slice boundary): the narrowest whose offsets take at
+/// most `N_SLICE_OFFSET_BYTES_PER_ENTRY` bytes per stored entry, on matrices of at most
+/// `N_SLICE_INPUTS` columns. None where no width fits.
+pub fn column_slice_width(stats: &CsrStats) -> Option<usize> {
+    let (m, k) = (stats.rows.lines, stats.cols.lines);
+    if stats.nnz == 0 || k > N_SLICE_INPUTS || stats.cols.max >= u32::MAX as usize {
+        return None;
+    }
+    let offsets_bytes = |width: usize| 4 * k * (m.div_ceil(width) + 1);
+    N_SLICE_WIDTHS.into_iter().find(|&width| offsets_bytes(width) <= N_SLICE_OFFSET_BYTES_PER_ENTRY * stats.nnz)
 }
 
 // ---------------------------------------------------------------- the other families

@@ -48,6 +48,7 @@ families! {
     CENSUS = "census",
     SPMV_CSC_EVENTS = "spmv_csc_events",
     SPMV_T_SLICES = "spmv_t_slices",
+    SPMV_N_SLICES = "spmv_n_slices",
     LIVE_ROWS = "live_rows",
     SPMM_N_BITS = "spmm_n_bits",
     SPMM_T_BITS = "spmm_t_bits",

@@ -25,6 +25,8 @@ pub struct Args {
     pub chunks: u64,
     pub n_chunks: i64,
     pub slice_offsets: u64,
+    /// Outputs of a slice where it is not `SLICE_OUTPUTS` (spmv N's column slices).
+    pub slice_width: i64,
     pub x: u64,
     pub ldx: i64,
     pub y: u64,
@@ -67,6 +69,7 @@ impl Default for Args {
             chunks: 0,
             n_chunks: 0,
             slice_offsets: 0,
+            slice_width: 0,
             x: 0,
             ldx: 0,
             y: 0,

@@ -205,6 +205,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
     match alg {
         SpmmN::RowRanges | SpmmN::InputBlocks | SpmmN::Reference => Err(cpu_only(alg)),
         SpmmN::CscScatter => csc_events(s, p, args),
+        SpmmN::OutputSlices => column_slices(s, p, args),
         SpmmN::ThreadPerRow => {
             let grid = Grid::new(((a.m as u64).div_ceil(THREADS as u64), 1), (THREADS, 1));
             gpu.launch(stream, gpu.kernel(SPMM_N_THREAD, t, input)?, grid, &args)
@@ -409,6 +410,27 @@ fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
     let args = Args { n_chunks: scatter_blocks.clamp(1, grid.blocks.0) as i64, ..args };
     gpu.launch(stream, gpu.kernel(SPMV_CSC_EVENTS, t, input)?, grid, &args)
 }
+
+/// spmv N on an event vector (`output_slices`, any dtype): one launch, a block per slice of y
+/// along the CSC mirror and at least `N_SLICE_BLOCKS_PER_SM` an SM for the gather its blocks run
+/// instead where the events are not few (kernels/sparse.cu, "N on events: output slices").
+fn column_slices(s: &Stream, p: &Product, args: Args) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let kept = p.a.device_analysis(s)?.column_slices.as_ref();
+    let kept = kept.ok_or_else(|| {
+        Error::internal("output_slices ran on a matrix whose column slice offsets analysis did not keep")
+    })?;
+    let slices = p.a.m.div_ceil(kept.width) as u64;
+    let blocks = slices.max(gpu.multiprocessors as u64 * N_SLICE_BLOCKS_PER_SM);
+    let args = Args { slice_offsets: kept.offsets.addr(), slice_width: kept.width as i64, ..with_csc_weights(s, p.a, args)? };
+    let function = gpu.kernel(SPMV_N_SLICES, Some(p.a.dtype), Some(p.x.dtype))?;
+    gpu.launch(stream, function, Grid::new((blocks, 1), (N_SLICE_THREADS, 1)), &args)
+}
+
+/// Threads of a `spmm_n:output_slices` block (kernels/sparse.cu, N_SLICE_THREADS), and its
+/// blocks per SM at least: 32 warps an SM for the gather branch.
+const N_SLICE_THREADS: u32 = 512;
+const N_SLICE_BLOCKS_PER_SM: u64 = 2;
 
 /// Blocks per SM of `csc_events`' one wave: 6 blocks of 256 threads at 40 registers fit. Every
 /// block first sums the census's counts, so a warp per row (50,000 blocks at 400,000 rows)
