@@ -1,8 +1,9 @@
 # spmv on an event vector, graph µs per call, results checked (python3 bench/probe_spmv_n.py on
 # the GPU machine, EVS_LIBRARY set, TAG naming the build):
-# - N, hetero f32, at 0.1 %, 1 % and 20 % active, on 10000² x 200/row, 100,000² x 100/row and
-#   400,000² x 80/row: csc_scatter (census, then the active columns or the rows, decided on the
-#   device), warp_per_row and the spike-list csc_scatter;
+# - N, hetero f32, at 0.1 %, 1 %, 5 %, 10 % and 20 % active, on 10000² x 200/row, 100,000² x
+#   100/row and 400,000² x 80/row: output_slices (one launch: the active columns' entries per
+#   slice of y, or the rows, decided on the device; up to 16,384 columns), csc_scatter (census,
+#   then the active columns or the rows), warp_per_row and the spike-list csc_scatter;
 # - T on 4,000 neurons x 80/row (homo bool, 0.5 %): csc_gather.
 import os, torch
 import bench
@@ -16,13 +17,15 @@ for m, per_row in ((10000, 200), (100000, 100), (400000, 80)):
     a = evs.csr(m, m, crow, col, w)
     a.analyse(evs.stream)
     At = torch.sparse_csr_tensor(crow.long(), col.long(), w, (m, m))
-    for rate in (0.001, 0.01, 0.2):
+    for rate in (0.001, 0.01, 0.05, 0.1, 0.2):
         spikes = torch.rand(m, device="cuda") < rate
         y = torch.full((m,), float("nan"), device="cuda")
         hs, hy = evs.dense(spikes), evs.dense(y)
         ref = At @ spikes.float()
         row = []
-        for alg in ("csc_scatter", "warp_per_row"):
+        for alg in ("output_slices", "csc_scatter", "warp_per_row"):
+            if alg == "output_slices" and m > 16384:
+                continue
             evs.force(f"spmm_n:{alg}")
             f = lambda: evsparse.spmv(a, hs, hy, op=bench.OP_N, events=bench.EVENTS, alpha=1.0, beta=0.0, stream=evs.stream)
             f(); torch.cuda.synchronize()

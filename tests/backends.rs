@@ -297,6 +297,21 @@ fn sliced_pattern(rng: &mut Rng) -> Pattern {
     Pattern { m, k, indptr, indices }
 }
 
+/// Columns long enough that analysis keeps their slice offsets for `spmm_n:output_slices`
+/// (about four entries per column and slice of 128 rows, several slices), rows unsorted, with
+/// duplicates and empty rows among them.
+fn column_sliced_pattern(rng: &mut Rng) -> Pattern {
+    let (m, k) = (129 + rng.below(1_500), 1 + rng.below(2_000));
+    let row_mean = 4 * (m.div_ceil(128) + 1) * k / m + 1;
+    let mut indptr = vec![0i64];
+    let mut indices = vec![];
+    for _ in 0..m {
+        let len = if rng.below(6) == 0 { 0 } else { rng.below(2 * row_mean) };
+        push_row(rng, (&mut indptr, &mut indices), len, k, 8);
+    }
+    Pattern { m, k, indptr, indices }
+}
+
 /// Skewed rows, as in power-law networks: a few rows about 100x longer than the mean (longer
 /// than the block class's threshold), many empty rows, the rest short.
 fn skewed_pattern(rng: &mut Rng) -> Pattern {
@@ -379,9 +394,14 @@ fn scalars(p: &mut Pair) -> (f64, f64) {
 fn spmm_cases(p: &mut Pair, op: Op) {
     for t in FLOATS {
         for homo in [true, false] {
-            // sorted rows over several output slices: every dtype once, homo and hetero alike
+            // sorted rows over several output slices (N: long columns over several): every dtype
+            // once, homo and hetero alike
             let sliced = homo == matches!(t, DType::F16 | DType::F32);
-            let pat = if sliced { sliced_pattern(&mut p.rng) } else { pattern(&mut p.rng) };
+            let pat = match (sliced, op) {
+                (true, Op::T) => sliced_pattern(&mut p.rng),
+                (true, Op::N) => column_sliced_pattern(&mut p.rng),
+                (false, _) => pattern(&mut p.rng),
+            };
             let (dev_a, cpu_a, _) = csr_both(p, &pat, t, homo);
             let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
             for (kind, xt) in input_kinds(t) {
