@@ -543,15 +543,34 @@ template <class T, class Rows> __device__ void output_slices(const Args& a) {
 // ---------------------------------------------------------------- N on events: output slices
 // N's output_slices (n = 1, event vectors of up to N_SLICE_INPUTS elements), one launch: every
 // block lists the live columns itself (each_window, one window), so no census runs before it.
-// Where they are few (as csc_events decides), block s < slices sums the outputs [s w, (s + 1) w)
-// (w = a.slice_width) in shared memory from the live columns' entries in that slice (the CSC
-// mirror's rows are sorted; a.slice_offsets: per column, its entries' offset at each slice
-// start from the column's start, its length last) and blends them once: no beta pass, no
-// global atomics, any dtype. Else every warp of the grid gathers rows as warp_per_row does.
+// Where they are few (under 1/N_SLICE_GATHER_SHARE), block s < slices sums the outputs
+// [s w, (s + 1) w) (w = a.slice_width) in shared memory from the live columns' entries in that
+// slice (the CSC mirror's rows are sorted; a.slice_offsets: per column, its entries' offset at
+// each slice start from the column's start, its length last) and blends them once: no beta
+// pass, no global atomics, any dtype. Else every warp of the grid gathers rows as warp_per_row
+// does (a bitmask of the live columns in shared memory instead of x, without warp_mv's
+// batched loads, ran 15-20 % slower).
 #define N_SLICE_THREADS 512
 #define N_SLICE_INPUTS (N_SLICE_THREADS * WINDOW_RUN)
 #define N_SLICE_WIDTH_MAX 1024
-#define N_SLICE_LANES 8  // lanes walking one column's segment (~2-10 entries at the plan's widths)
+#define N_SLICE_LANES 4          // lanes walking one column's segment (~2-10 entries at the plan's widths)
+#define N_SLICE_GATHER_SHARE 32  // the rows are gathered from 1/32 of the columns live
+
+// The outputs of slice s from the `count` live columns column(t), summed into `sums`.
+template <class T, class Acc, class Column>
+__device__ void add_column_segments(const Args& a, Acc* sums, int count, Column column, int64_t s, int64_t slices) {
+    const int64_t width = a.slice_width, r0 = s * width;
+    const int group = threadIdx.x / N_SLICE_LANES, sub = threadIdx.x % N_SLICE_LANES;
+    for (int t = group; t < count; t += N_SLICE_THREADS / N_SLICE_LANES) {
+        const int64_t c = column(t), start = CscWalk::begin(a, c);
+        const unsigned* at = a.slice_offsets + c * (slices + 1) + s;
+        const int64_t end = start + at[1];
+        for (int64_t p = start + at[0] + sub; p < end; p += N_SLICE_LANES) {
+            const int64_t r = CscWalk::source(a, p) - r0;
+            if ((uint64_t)r < (uint64_t)width) atomicAdd(sums + r, slice_term<T, Acc>(a, CscWalk::entry(a, p)));
+        }
+    }
+}
 
 template <class T, class In, class Acc>
 __device__ void column_slices(const Args& raw, Acc* sums, unsigned short* window) {
@@ -561,21 +580,12 @@ __device__ void column_slices(const Args& raw, Acc* sums, unsigned short* window
     for (int i = threadIdx.x; i < width; i += N_SLICE_THREADS) sums[i] = Acc(0);  // before each_window's scan
     // one window (a.k <= N_SLICE_INPUTS): count is every live column, the same in every block
     each_window<N_SLICE_THREADS, A, In>(a, 0, a.k, window, [&](int count, auto column, auto) {
-        if ((int64_t)count * CSC_SCATTER_SHARE >= a.k) {
+        if ((int64_t)count * N_SLICE_GATHER_SHARE >= a.k) {
             for (int64_t i = warp_id(); i < a.m; i += warps_in_grid()) warp_mv<T, In, CsrWalk>(raw, i);
             return;
         }
         if (s >= slices) return;
-        const int group = threadIdx.x / N_SLICE_LANES, sub = threadIdx.x % N_SLICE_LANES;
-        for (int t = group; t < count; t += N_SLICE_THREADS / N_SLICE_LANES) {
-            const int64_t c = column(t), start = CscWalk::begin(a, c);
-            const unsigned* at = a.slice_offsets + c * (slices + 1) + s;
-            const int64_t end = start + at[1];
-            for (int64_t p = start + at[0] + sub; p < end; p += N_SLICE_LANES) {
-                const int64_t r = CscWalk::source(a, p) - r0;
-                if ((uint64_t)r < (uint64_t)width) atomicAdd(sums + r, slice_term<T, Acc>(a, CscWalk::entry(a, p)));
-            }
-        }
+        add_column_segments<T>(a, sums, count, column, s, slices);
         __syncthreads();
         for (int64_t i = threadIdx.x; i < width && r0 + i < a.m; i += N_SLICE_THREADS)
             blend((T*)a.y + (r0 + i) * a.ldy, slice_total<A>(sums[i], a), a);
@@ -990,8 +1000,9 @@ PACK(u8, bool) PACK(f16, f16) PACK(bf16, bf16) PACK(float, f32) PACK(double, f64
     EVS_KERNEL(spmv_t_slices_##TN, (SLICE_THREADS), (output_slices<T, BlockRows>)) \
     EVS_KERNEL(spmv_t_slices_##TN##_i32, (SLICE_THREADS), (output_slices<T, SpikeRows>))
 EVS_FOR_FLOATS(SLICES)
-// (N_SLICE_THREADS, 1): with the thread bound alone ptxas held 40 registers and spilled
-#define N_SLICES(T, TN, In, InN) EVS_KERNEL(spmv_n_slices_##TN##_##InN, (N_SLICE_THREADS, 1), (n_output_slices<T, In>))
+// (N_SLICE_THREADS, 2): two blocks an SM (src/cuda/ops.rs launches that many for the gather);
+// with the thread bound alone ptxas held 40 registers and spilled
+#define N_SLICES(T, TN, In, InN) EVS_KERNEL(spmv_n_slices_##TN##_##InN, (N_SLICE_THREADS, 2), (n_output_slices<T, In>))
 #define N_SLICES_ALL(T, TN) EVS_FOR_INPUTS(N_SLICES, T, TN)
 EVS_FOR_FLOATS(N_SLICES_ALL)
 #define LIVE_ROWS(In, InN) KERNEL(live_rows_##InN, live_rows<In>)

@@ -849,8 +849,13 @@ mod tests {
         assert_eq!(choose_spmm_n(&stats(&[100; 1000]), 128, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 1, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 128, InputKind::Events, DType::F32, &H100), SpmmN::EventBits);
-        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
-        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::BF16, &H100), SpmmN::WarpPerRow);
+        // event vectors: output_slices up to N_SLICE_INPUTS columns, then csc_scatter (f32/f64)
+        let wide = stats(&[20; N_SLICE_INPUTS + 1]);
+        for dtype in [DType::F32, DType::BF16] {
+            assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, dtype, &H100), SpmmN::OutputSlices);
+        }
+        assert_eq!(choose_spmm_n(&wide, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n(&wide, 1, InputKind::Events, DType::BF16, &H100), SpmmN::WarpPerRow);
         let short = stats(&[3, 0, 8, 5]);
         assert_eq!(choose_spmm_n(&short, 1, float, DType::F32, &H100), SpmmN::ThreadPerRow);
         assert_eq!(choose_spmm_n(&short, 64, float, DType::F32, &H100), SpmmN::WarpPerRow);
@@ -870,6 +875,17 @@ mod tests {
         assert_eq!(row_class(SPMM_N.thread_row_max + 1), 1);
         assert_eq!(row_class(SPMM_N.block_row_min - 1), 1);
         assert_eq!(row_class(SPMM_N.block_row_min), 2);
+    }
+
+    #[test]
+    fn column_slices_take_at_most_two_bytes_an_entry() {
+        // 10,000² x 200: 79 slices of 128 rows, 3.2 MB of offsets for 2 M entries
+        assert_eq!(column_slice_width(&stats(&[200; 10_000])), Some(128));
+        // 5,000 x 5,000 x 12: 16 bytes a column at 1,024 rows (6 offsets), none narrower fits
+        assert_eq!(column_slice_width(&stats(&[12; 5_000])), Some(1_024));
+        assert_eq!(column_slice_width(&stats(&[2; 5_000])), None);
+        assert_eq!(column_slice_width(&stats(&[200; N_SLICE_INPUTS + 1])), None);
+        assert_eq!(column_slice_width(&stats(&[0; 100])), None);
     }
 
     #[test]
