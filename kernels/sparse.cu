@@ -37,9 +37,8 @@
 // their inputs' (one entry at a time, each waited for two dependent loads in turn; 8 at once
 // held more registers for rows of 80-200: bench/NOTES.md, "Batched loads in warp_mv").
 #define WARP_MV_BATCH 4
-// ONTO_SCALED: y was scaled by beta already (csc_events), so the sum adds onto it. x(source):
-// the input at a source (warp_mv: x in global memory; gather_on_bits: a bitmask of it).
-template <class T, class Walk, bool ONTO_SCALED, class X> __device__ void warp_mv_of(const Args& a, int64_t i, X x) {
+// ONTO_SCALED: y was scaled by beta already (csc_events), so the sum adds onto it.
+template <class T, class In, class Walk, bool ONTO_SCALED = false> __device__ void warp_mv(const Args& a, int64_t i) {
     typedef typename AccOf<T>::type A;
     constexpr int BATCH = WARP_MV_BATCH;
     const int64_t end = Walk::end(a, i);
@@ -51,7 +50,7 @@ template <class T, class Walk, bool ONTO_SCALED, class X> __device__ void warp_m
 #pragma unroll
         for (int q = 0; q < BATCH; q++) source[q] = Walk::source(a, min(p0 + 32 * q, end - 1));
 #pragma unroll
-        for (int q = 0; q < BATCH; q++) v[q] = x(source[q]);
+        for (int q = 0; q < BATCH; q++) v[q] = input<A>((const In*)a.x, source[q] * a.ldx, a.events);
 #pragma unroll
         for (int q = 0; q < BATCH; q++)
             if (p0 + 32 * q < end && v[q] != A(0)) acc += weight<T, A>(a, Walk::entry(a, p0 + 32 * q)) * v[q];
@@ -61,10 +60,6 @@ template <class T, class Walk, bool ONTO_SCALED, class X> __device__ void warp_m
     T* slot = (T*)a.y + i * a.ldy;
     if (ONTO_SCALED) put(slot, A(a.alpha) * acc + A(to_f(*slot)));
     else blend(slot, acc, a);
-}
-template <class T, class In, class Walk, bool ONTO_SCALED = false> __device__ void warp_mv(const Args& a, int64_t i) {
-    typedef typename AccOf<T>::type A;
-    warp_mv_of<T, Walk, ONTO_SCALED>(a, i, [&](int64_t s) { return input<A>((const In*)a.x, s * a.ldx, a.events); });
 }
 
 // One thread, one output element (n = 1) or one row of outputs, walking the entries alone.
@@ -328,22 +323,6 @@ template <class T, class In> __device__ void spmm_n_classes(const Args& a) {
 template <class T, class In> __device__ void spmv_t_gather(const Args& a) {
     const int64_t c = warp_id();
     if (c < a.k) warp_mv<T, In, CscWalk>(a, c);
-}
-// The same on an event vector of at most GATHER_BITS_ROWS rows (src/cuda/ops.rs): each block
-// first packs the whole vector into a bitmask in shared memory, its loads in flight beside the
-// warps' first index loads, so that an entry tests a bit where it would wait on a second load
-// from global memory. A kernel of its own: the packing's registers would cost the plain
-// gather occupancy.
-#define GATHER_BITS_ROWS 16384
-template <class T, class In> __device__ void spmv_t_gather_on_bits(const Args& raw) {
-    typedef typename AccOf<T>::type A;
-    __shared__ unsigned bits[GATHER_BITS_ROWS / 32];
-    const Args a = in_csc_order(raw);
-    for (int64_t w = threadIdx.x; w * 32 < a.m; w += blockDim.x)
-        bits[w] = live16<A, In>(a, 32 * w, a.m) | live16<A, In>(a, 32 * w + 16, a.m) << 16;
-    __syncthreads();
-    const int64_t c = warp_id();
-    if (c < a.k) warp_mv_of<T, CscWalk, false>(a, c, [&](int64_t r) { return A(bits[r >> 5] >> (r & 31) & 1); });
 }
 template <class T, class In> __device__ void spmm_t_gather(const Args& a) {
     if (lists_ran(a)) return;
@@ -982,7 +961,6 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))                \
     KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))                \
     CSC_KERNEL(spmv_t_csc_copy_##TN##_##InN, (spmv_t_gather<T, In>))   \
-    KERNEL(spmv_t_on_bits_##TN##_##InN, (spmv_t_gather_on_bits<T, In>)) \
     CSC_KERNEL(spmm_t_csc_copy_##TN##_##InN, (spmm_t_gather<T, In>))
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)
 EVS_FOR_FLOATS(GATHER_ALL)

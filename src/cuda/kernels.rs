@@ -41,7 +41,6 @@ families! {
     SPMM_T_GATHER = "spmm_t",
     SPMV_T_GATHER_CSC_COPY = "spmv_t_csc_copy",
     SPMM_T_GATHER_CSC_COPY = "spmm_t_csc_copy",
-    SPMV_T_GATHER_ON_BITS = "spmv_t_on_bits",
     SPMV_SCATTER = "spmv_scatter",
     SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
     SPMM_SCATTER = "spmm_scatter",

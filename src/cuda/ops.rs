@@ -148,13 +148,6 @@ fn warp_grid(items: usize, n: usize) -> Grid {
     }
 }
 
-/// spmv T `csc_gather` on an event vector of at most `GATHER_BITS_ROWS` rows tests its entries
-/// in a bitmask each block packs from the whole vector first (kernels/sparse.cu,
-/// spmv_t_gather_on_bits), where the blocks' loads of the vector (rows x columns / 8 bytes in
-/// all) stay under `GATHER_BITS_STAGED_MAX` / 8 bytes.
-const GATHER_BITS_ROWS: usize = 16384;
-const GATHER_BITS_STAGED_MAX: usize = 1 << 26;
-
 /// Columns of B and C one warp covers in the gather kernels (kernels/sparse.cu).
 const WARP_COLS: u64 = 64;
 
@@ -279,9 +272,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
         SpmmT::OutputSlices => output_slices_on_events(s, p, args),
         SpmmT::CscGather => {
             let args = with_csc_weights(s, a, args)?;
-            let on_bits = vector && args.events != 0 && a.m <= GATHER_BITS_ROWS && a.m * a.k <= GATHER_BITS_STAGED_MAX;
-            let family = if on_bits { SPMV_T_GATHER_ON_BITS } else { t_gather(&args, vector) };
-            gpu.launch(stream, gpu.kernel(family, t, input)?, warp_grid(a.k, n), &args)
+            gpu.launch(stream, gpu.kernel(t_gather(&args, vector), t, input)?, warp_grid(a.k, n), &args)
         }
     }
 }
