@@ -368,7 +368,7 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
 
 /// Events `spmm_n:output_slices` takes at most: every block lists them in one window of its
 /// shared memory (kernels/sparse.cu, N_SLICE_INPUTS).
-pub const N_SLICE_INPUTS: usize = 16384;
+const N_SLICE_INPUTS: usize = 16384;
 
 /// The slice widths `spmm_n:output_slices` may run with, narrowest first (kernels/sparse.cu,
 /// N_SLICE_WIDTH_MAX): narrower slices are more blocks, each with fewer entries per column.
