@@ -241,16 +241,12 @@ fn pattern(rng: &mut Rng) -> Pattern {
     let (m, k) =
         if big { (500 + rng.below(3000), 500 + rng.below(3000)) } else { (1 + rng.below(90), 1 + rng.below(90)) };
     let per_row = if rng.below(8) == 0 { 0 } else { 1 + rng.below(if big { 60 } else { 12 }) };
-    let mut indptr = vec![0i64];
-    let mut indices = vec![];
-    for _ in 0..m {
-        let len = if per_row == 0 || rng.below(5) == 0 { 0 } else { rng.below(2 * per_row) };
-        push_row(rng, (&mut indptr, &mut indices), len, k, 6);
-    }
+    let mut pat =
+        random_rows(rng, (m, k), 6, |rng| if per_row == 0 || rng.below(5) == 0 { 0 } else { rng.below(2 * per_row) });
     if rng.below(2) == 0 {
-        sort_rows(&mut indices, &indptr);
+        sort_rows(&mut pat.indices, &pat.indptr);
     }
-    Pattern { m, k, indptr, indices }
+    pat
 }
 
 impl Pattern {
@@ -260,10 +256,21 @@ impl Pattern {
 }
 
 /// m x k with `per_row` entries in every row (some repeated).
-fn uniform_pattern(rng: &mut Rng, (m, k): (usize, usize), per_row: usize) -> Pattern {
+fn uniform_pattern(rng: &mut Rng, shape: (usize, usize), per_row: usize) -> Pattern {
+    random_rows(rng, shape, 6, |_| per_row)
+}
+
+/// m x k, each row `len(rng)` random columns, one in `dup_in` repeating the entry before.
+fn random_rows(
+    rng: &mut Rng,
+    (m, k): (usize, usize),
+    dup_in: usize,
+    mut len: impl FnMut(&mut Rng) -> usize,
+) -> Pattern {
     let (mut indptr, mut indices) = (vec![0i64], vec![]);
     for _ in 0..m {
-        push_row(rng, (&mut indptr, &mut indices), per_row, k, 6);
+        let len = len(rng);
+        push_row(rng, (&mut indptr, &mut indices), len, k, dup_in);
     }
     Pattern { m, k, indptr, indices }
 }
@@ -287,14 +294,9 @@ fn sliced_pattern(rng: &mut Rng) -> Pattern {
     let slices = 2 + rng.below(3);
     let (m, k) = (100 + rng.below(300), (slices - 1) * plan::SLICE_OUTPUTS + 1 + rng.below(plan::SLICE_OUTPUTS));
     let mean = (plan::SPMM_T.entries_per_slice_offset_min as usize) * (slices + 1) * 2;
-    let mut indptr = vec![0i64];
-    let mut indices = vec![];
-    for _ in 0..m {
-        let len = if rng.below(6) == 0 { 0 } else { rng.below(2 * mean) };
-        push_row(rng, (&mut indptr, &mut indices), len, k, 8);
-    }
-    sort_rows(&mut indices, &indptr);
-    Pattern { m, k, indptr, indices }
+    let mut pat = random_rows(rng, (m, k), 8, |rng| if rng.below(6) == 0 { 0 } else { rng.below(2 * mean) });
+    sort_rows(&mut pat.indices, &pat.indptr);
+    pat
 }
 
 /// Columns long enough that analysis keeps their slice offsets for `spmm_n:output_slices`
@@ -303,13 +305,7 @@ fn sliced_pattern(rng: &mut Rng) -> Pattern {
 fn column_sliced_pattern(rng: &mut Rng) -> Pattern {
     let (m, k) = (129 + rng.below(1_500), 1 + rng.below(2_000));
     let row_mean = 4 * (m.div_ceil(128) + 1) * k / m + 1;
-    let mut indptr = vec![0i64];
-    let mut indices = vec![];
-    for _ in 0..m {
-        let len = if rng.below(6) == 0 { 0 } else { rng.below(2 * row_mean) };
-        push_row(rng, (&mut indptr, &mut indices), len, k, 8);
-    }
-    Pattern { m, k, indptr, indices }
+    random_rows(rng, (m, k), 8, |rng| if rng.below(6) == 0 { 0 } else { rng.below(2 * row_mean) })
 }
 
 /// Skewed rows, as in power-law networks: a few rows about 100x longer than the mean (longer
@@ -467,13 +463,7 @@ fn spmv_n_output_slices_match_cpu() {
     p.forced = Some(name);
     let shapes = [(37, 300, 20, 128), (1_000, 777, 40, 128), (5_000, 4_000, 14, 1_024), (3_001, 16_384, 60, 128)];
     for (case, (m, k, per_column, width)) in shapes.into_iter().enumerate() {
-        let mut indptr = vec![0i64];
-        let mut indices = vec![];
-        for _ in 0..m {
-            let len = p.rng.below(2 * per_column * k / m);
-            push_row(&mut p.rng, (&mut indptr, &mut indices), len, k, 6);
-        }
-        let pat = Pattern { m, k, indptr, indices };
+        let pat = random_rows(&mut p.rng, (m, k), 6, |rng| rng.below(2 * per_column * k / m));
         assert_eq!(plan::column_slice_width(&CsrStats::of(&pat.view())), Some(width), "{m}x{k}");
         for (i, t) in FLOATS.into_iter().enumerate() {
             let homo = (case + i) % 2 == 0;
@@ -512,13 +502,7 @@ fn scatters_apply_beta_call_after_call() {
         (Op::N, "spmm_n:csc_scatter", (20_011, 3_000)),
     ] {
         p.dev.0.forced.apply(plan).unwrap();
-        let mut indptr = vec![0i64];
-        let mut indices = vec![];
-        for _ in 0..m {
-            let len = p.rng.below(80);
-            push_row(&mut p.rng, (&mut indptr, &mut indices), len, k, 6);
-        }
-        let pat = Pattern { m, k, indptr, indices };
+        let pat = random_rows(&mut p.rng, (m, k), 6, |rng| rng.below(80));
         for t in [DType::F32, DType::F64] {
             let homo = p.rng.below(2) == 0;
             let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
