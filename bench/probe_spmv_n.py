@@ -1,9 +1,10 @@
 # spmv on an event vector, graph µs per call, results checked (python3 bench/probe_spmv_n.py on
-# the GPU machine, EVS_LIBRARY set, TAG naming the build):
+# the GPU machine, EVS_LIBRARY set, TAG naming the build; SIZES=10000,... picks the matrices):
 # - N, hetero f32, at 0.1 %, 1 %, 5 %, 10 % and 20 % active, on 10000² x 200/row, 100,000² x
 #   100/row and 400,000² x 80/row: output_slices (one launch: the active columns' entries per
 #   slice of y, or the rows, decided on the device; up to 16,384 columns), csc_scatter (census,
-#   then the active columns or the rows), warp_per_row and the spike-list csc_scatter;
+#   then the active columns or the rows), warp_per_row, and the spike list as chosen (auto) and
+#   on csc_scatter;
 # - T on 4,000 neurons x 80/row (homo bool, 0.5 %): csc_gather.
 import os, torch
 import bench
@@ -11,7 +12,8 @@ from bench import evsparse
 stream = torch.cuda.Stream(); torch.cuda.set_stream(stream)
 evs = bench.Evs(stream)
 out = []
-for m, per_row in ((10000, 200), (100000, 100), (400000, 80)):
+sizes = [int(v) for v in os.environ.get("SIZES", "10000,100000,400000").split(",")]
+for m, per_row in [c for c in ((10000, 200), (100000, 100), (400000, 80)) if c[0] in sizes]:
     crow, col = bench.random_csr(m, m, per_row)
     w = torch.rand(col.numel(), device="cuda")
     a = evs.csr(m, m, crow, col, w)
@@ -32,10 +34,15 @@ for m, per_row in ((10000, 200), (100000, 100), (400000, 80)):
             err = ((y - ref).norm() / ref.norm()).item()
             assert err < 1e-5, (m, rate, alg, err)
             row.append(f"{alg} {bench.graphed(evs, f) * 1e3:.2f}")
-        evs.force("spmm_n:auto")
         lst, keep = bench.spike_list(evs, hs, m)
-        f = lambda: evsparse.spmv(a, lst, hy, op=bench.OP_N, stream=evs.stream)
-        row.append(f"list {bench.graphed(evs, f) * 1e3:.2f}")
+        for alg in ("auto", "csc_scatter"):
+            evs.force(f"spmm_n:{alg}")
+            f = lambda: evsparse.spmv(a, lst, hy, op=bench.OP_N, stream=evs.stream)
+            y.fill_(float("nan")); f(); torch.cuda.synchronize()
+            err = ((y - ref).norm() / ref.norm()).item()
+            assert err < 1e-5, (m, rate, "list", alg, err)
+            row.append(f"list {alg} {bench.graphed(evs, f) * 1e3:.2f}")
+        evs.force("spmm_n:auto")
         out.append(f"N {m}x{per_row} {rate:g}: " + ", ".join(row))
     a.close()
     del At, crow, col, w

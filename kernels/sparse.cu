@@ -12,7 +12,8 @@
 //                       long rows, and a warp per listed row of a spike list
 //      output_slices    (n = 1, events and spike lists, sorted rows) a block per slice of the
 //                       output, summed in shared memory and blended once
-//   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror
+//   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror;
+//                       output_slices for f16/bf16
 //   N on events: output_slices (n = 1, up to N_SLICE_INPUTS events) a block per slice of the
 //                       output along the CSC mirror, in one launch
 //   N and T on events, n > 1: event_bits, B's events packed to bits, then a warp per output
@@ -562,7 +563,9 @@ __device__ void add_column_segments(const Args& a, Acc* sums, int count, Column 
     const int64_t width = a.slice_width, r0 = s * width;
     const int group = threadIdx.x / N_SLICE_LANES, sub = threadIdx.x % N_SLICE_LANES;
     for (int t = group; t < count; t += N_SLICE_THREADS / N_SLICE_LANES) {
-        const int64_t c = column(t), start = CscWalk::begin(a, c);
+        const int64_t c = column(t);
+        if (c < 0) continue;  // a spike list's entry out of range
+        const int64_t start = CscWalk::begin(a, c);
         const unsigned* at = a.slice_offsets + c * (slices + 1) + s;
         const int64_t end = start + at[1];
         for (int64_t p = start + at[0] + sub; p < end; p += N_SLICE_LANES) {
@@ -580,9 +583,11 @@ __device__ void column_slices(const Args& raw, Acc* sums, unsigned short* window
     for (int i = threadIdx.x; i < width; i += N_SLICE_THREADS) sums[i] = Acc(0);  // before each_window's scan
     // one window (a.k <= N_SLICE_INPUTS): count is every live column, the same in every block
     each_window<N_SLICE_THREADS, A, In>(a, 0, a.k, window, [&](int count, auto column, auto) {
-        if ((int64_t)count * N_SLICE_GATHER_SHARE >= a.k) {
-            for (int64_t i = warp_id(); i < a.m; i += warps_in_grid()) warp_mv<T, In, CsrWalk>(raw, i);
-            return;
+        if constexpr (!std::is_same<In, SpikeList>::value) {  // a spike list has no x to gather
+            if ((int64_t)count * N_SLICE_GATHER_SHARE >= a.k) {
+                for (int64_t i = warp_id(); i < a.m; i += warps_in_grid()) warp_mv<T, In, CsrWalk>(raw, i);
+                return;
+            }
         }
         if (s >= slices) return;
         add_column_segments<T>(a, sums, count, column, s, slices);
@@ -1003,7 +1008,7 @@ EVS_FOR_FLOATS(SLICES)
 // (N_SLICE_THREADS, 2): two blocks an SM (src/cuda/ops.rs launches that many for the gather);
 // with the thread bound alone ptxas held 40 registers and spilled
 #define N_SLICES(T, TN, In, InN) EVS_KERNEL(spmv_n_slices_##TN##_##InN, (N_SLICE_THREADS, 2), (n_output_slices<T, In>))
-#define N_SLICES_ALL(T, TN) EVS_FOR_INPUTS(N_SLICES, T, TN)
+#define N_SLICES_ALL(T, TN) EVS_FOR_SPIKE_INPUTS(N_SLICES, T, TN)
 EVS_FOR_FLOATS(N_SLICES_ALL)
 #define LIVE_ROWS(In, InN) KERNEL(live_rows_##InN, live_rows<In>)
 LIVE_ROWS(u8, bool) LIVE_ROWS(f16, f16) LIVE_ROWS(bf16, bf16) LIVE_ROWS(float, f32) LIVE_ROWS(double, f64)

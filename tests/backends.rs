@@ -419,7 +419,7 @@ fn spmm_cases(p: &mut Pair, op: Op) {
 }
 
 /// spmv on a spike list (repeated neurons included) against the CPU reference; the GPU takes
-/// f32/f64 only, except T where `output_slices` runs.
+/// f32/f64 only, except where `output_slices` runs (T and N).
 fn spmv_spikes_case(p: &mut Pair, op: Op, t: DType, homo: bool, pat: &Pattern, (dev_a, cpu_a): (&Csr, &Csr)) {
     let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
     let list = p.list(rows_in, true);
@@ -427,7 +427,11 @@ fn spmv_spikes_case(p: &mut Pair, op: Op, t: DType, homo: bool, pat: &Pattern, (
     let y = p.output(t, (1, rows_out, 1), beta);
     let what = format!("spmv spikes {op:?} {} homo={homo} {}x{}", t.name(), pat.m, pat.k);
     let result = ops::spmv_spikes(&p.dev.1, op, alpha, dev_a, list.dev(), beta, &y.dev);
-    let sliced = op == Op::T && plan::slice_offsets_kept(&CsrStats::of(&pat.view()));
+    let stats = CsrStats::of(&pat.view());
+    let sliced = match op {
+        Op::T => plan::slice_offsets_kept(&stats),
+        Op::N => plan::column_slice_width(&stats).is_some(),
+    };
     if p.on_gpu() && !plan::can_scatter(t) && !sliced {
         assert_eq!(result.unwrap_err().status, EVS_ERROR_NOT_SUPPORTED, "{what}");
     } else if p.ran(&what, result) {

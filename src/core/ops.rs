@@ -164,11 +164,15 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
         Backend::Cuda(_) => {
             // T sums in shared memory where the slice offsets are kept; the other kernels add
             // spikes with atomics, which f16/bf16 lack at f32 accumulation
-            let slices = op == Op::T && plan::slice_offsets_kept(stats);
+            let slices = match op {
+                Op::T => plan::slice_offsets_kept(stats),
+                Op::N => plan::column_slice_width(stats).is_some(),
+            };
             if !plan::can_scatter(a.dtype) && !slices {
                 return Err(Error::not_supported(format!(
                     "spmv on a spike list with {} weights: the GPU adds spikes with atomics, which {} lacks at f32 \
-                     accumulation (except for T on rows sorted by column and long enough for output_slices); pass \
+                     accumulation (except where output_slices runs: T on rows sorted by column and long enough, N on matrices \
+                     whose column slice offsets analysis keeps); pass \
                      the spikes as events (the vector evs_compact_events reads)",
                     a.dtype.name(),
                     a.dtype.name()
@@ -178,8 +182,17 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
             // for event vectors, walks them in series: 3-8x slower, measured)
             match op {
                 Op::N => {
-                    gpu_plan(s, plan::SpmmN::CscScatter, |alg| alg == plan::SpmmN::CscScatter)?;
-                    cuda::spmv_spikes_n(s, alpha, a, list, beta, y)
+                    // output_slices has no gather branch for a list: at 10,000² it ties csc_scatter
+                    // up to 1 % and takes 1.5-2x as long from 5 % (bench/NOTES.md, "spmv N on spike
+                    // lists through output_slices"), so it runs where atomics cannot
+                    let chosen =
+                        if plan::can_scatter(a.dtype) { plan::SpmmN::CscScatter } else { plan::SpmmN::OutputSlices };
+                    let alg = gpu_plan(s, chosen, |alg| match alg {
+                        plan::SpmmN::OutputSlices => slices,
+                        plan::SpmmN::CscScatter => plan::can_scatter(a.dtype),
+                        _ => false,
+                    })?;
+                    cuda::spmv_spikes_n(s, alg, alpha, a, list, beta, y)
                 }
                 Op::T => {
                     let chosen = if plan::output_slices_pay(stats) || !plan::can_scatter(a.dtype) {

@@ -205,7 +205,7 @@ pub fn spmm_n(s: &Stream, alg: SpmmN, profile: &Profile, p: &Product) -> Result<
     match alg {
         SpmmN::RowRanges | SpmmN::InputBlocks | SpmmN::Reference => Err(cpu_only(alg)),
         SpmmN::CscScatter => csc_events(s, p, args),
-        SpmmN::OutputSlices => column_slices(s, p, args),
+        SpmmN::OutputSlices => column_slices(s, p.a, p.x.dtype, args),
         SpmmN::ThreadPerRow => {
             let grid = Grid::new(((a.m as u64).div_ceil(THREADS as u64), 1), (THREADS, 1));
             gpu.launch(stream, gpu.kernel(SPMM_N_THREAD, t, input)?, grid, &args)
@@ -414,17 +414,16 @@ fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
 /// spmv N on an event vector (`output_slices`, any dtype): one launch, a block per slice of y
 /// along the CSC mirror and at least `N_SLICE_BLOCKS_PER_SM` an SM for the gather its blocks run
 /// instead where the events are not few (kernels/sparse.cu, "N on events: output slices").
-fn column_slices(s: &Stream, p: &Product, args: Args) -> Result<()> {
+fn column_slices(s: &Stream, a: &Csr, input: DType, args: Args) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let kept = p.a.device_analysis(s)?.column_slices.as_ref();
+    let kept = a.device_analysis(s)?.column_slices.as_ref();
     let kept = kept.ok_or_else(|| {
         Error::internal("output_slices ran on a matrix whose column slice offsets analysis did not keep")
     })?;
-    let slices = p.a.m.div_ceil(kept.width) as u64;
+    let slices = a.m.div_ceil(kept.width) as u64;
     let blocks = slices.max(gpu.multiprocessors as u64 * N_SLICE_BLOCKS_PER_SM);
-    let args =
-        Args { slice_offsets: kept.offsets.addr(), slice_width: kept.width as i64, ..with_csc_weights(s, p.a, args)? };
-    let function = gpu.kernel(SPMV_N_SLICES, Some(p.a.dtype), Some(p.x.dtype))?;
+    let args = Args { slice_offsets: kept.offsets.addr(), slice_width: kept.width as i64, ..with_csc_weights(s, a, args)? };
+    let function = gpu.kernel(SPMV_N_SLICES, Some(a.dtype), Some(input))?;
     gpu.launch(stream, function, Grid::new((blocks, 1), (N_SLICE_THREADS, 1)), &args)
 }
 
@@ -449,9 +448,12 @@ const CSC_EVENTS_BLOCKS_PER_SM: u64 = 4;
 const CENSUS_THREADS: u32 = 256;
 const CENSUS_BLOCKS_MAX: u64 = 1024;
 
-/// spmv N on a spike list (f32/f64): a warp per listed column along the CSC mirror
-/// (`csc_scatter`) after scaling y by beta.
-pub fn spmv_spikes_n(s: &Stream, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
+/// spmv N on a spike list: `output_slices` (one launch), or (f32/f64) a warp per listed column
+/// along the CSC mirror (`csc_scatter`) after scaling y by beta.
+pub fn spmv_spikes_n(s: &Stream, alg: SpmmN, alpha: f64, a: &Csr, list: SpikeList, beta: f64, y: &Dense) -> Result<()> {
+    if alg == SpmmN::OutputSlices {
+        return column_slices(s, a, DType::I32, list_product_args(list, alpha, a, beta, y));
+    }
     let (gpu, stream) = parts(s)?;
     let args = with_csc_weights(s, a, list_product_args(list, alpha, a, beta, y))?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
