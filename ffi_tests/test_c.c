@@ -1384,7 +1384,9 @@ static void compare_arrays(const char *what, evs_dtype t, const Arr *from_events
 }
 
 /* spmv and dense mv on a spike list against the same call on the event vector it was compacted
- * from; the GPU refuses f16/bf16 spmv on spike lists (no f32-accurate atomics). */
+ * from; the GPU refuses f16/bf16 spmv on spike lists (no f32-accurate atomics) but where
+ * output_slices sums in shared memory: N on matrices whose column slice offsets analysis keeps
+ * (tests/backends.rs checks which), T on long sorted rows (none here). */
 static void test_spike_list_products(evs_dtype t, evs_op op) {
     Csr a = csr_random(t, rnd_int(2), rnd_int(2) ? EVS_DTYPE_I32 : EVS_DTYPE_I64, 1 + rnd_int(12));
     int n_in = op == EVS_OP_N ? a.k : a.m, n_out = op == EVS_OP_N ? a.m : a.k;
@@ -1398,7 +1400,8 @@ static void test_spike_list_products(evs_dtype t, evs_op op) {
     snprintf(what, sizeof what, "spmv spikes %s %dx%d", op == EVS_OP_N ? "N" : "T", a.m, a.k);
     OK(evs_spmv(st, op, EVS_INPUT_EVENTS, alpha, a.h, events.d, beta, y.d));
     evs_status s = evs_spmv_spikes(st, op, alpha, a.h, indices, count, beta, y2.d);
-    if (!is_cpu && (t == EVS_DTYPE_F16 || t == EVS_DTYPE_BF16)) {
+    int halves = !is_cpu && (t == EVS_DTYPE_F16 || t == EVS_DTYPE_BF16);
+    if (halves && (op == EVS_OP_T || s == EVS_ERROR_NOT_SUPPORTED)) {
         CHECK(s == EVS_ERROR_NOT_SUPPORTED, "%s: %s", what, evs_status_string(s));
     } else {
         CHECK(s == EVS_SUCCESS, "%s: %s", what, evs_last_error());
