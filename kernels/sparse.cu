@@ -580,7 +580,8 @@ __device__ void column_slices(const Args& raw, Acc* sums, unsigned short* window
     typedef typename AccOf<T>::type A;
     const Args a = in_csc_order(raw);
     const int64_t width = a.slice_width, slices = (a.m + width - 1) / width, s = blockIdx.x, r0 = s * width;
-    for (int i = threadIdx.x; i < width; i += N_SLICE_THREADS) sums[i] = Acc(0);  // before each_window's scan
+    for (int i = threadIdx.x; i < width; i += N_SLICE_THREADS) sums[i] = Acc(0);
+    __syncthreads();  // each_window hands a spike list over without a barrier of its own
     // one window (a.k <= N_SLICE_INPUTS): count is every live column, the same in every block
     each_window<N_SLICE_THREADS, A, In>(a, 0, a.k, window, [&](int count, auto column, auto) {
         if constexpr (!std::is_same<In, SpikeList>::value) {  // a spike list has no x to gather
