@@ -422,7 +422,8 @@ fn column_slices(s: &Stream, a: &Csr, input: DType, args: Args) -> Result<()> {
     })?;
     let slices = a.m.div_ceil(kept.width) as u64;
     let blocks = slices.max(gpu.multiprocessors as u64 * N_SLICE_BLOCKS_PER_SM);
-    let args = Args { slice_offsets: kept.offsets.addr(), slice_width: kept.width as i64, ..with_csc_weights(s, a, args)? };
+    let args =
+        Args { slice_offsets: kept.offsets.addr(), slice_width: kept.width as i64, ..with_csc_weights(s, a, args)? };
     let function = gpu.kernel(SPMV_N_SLICES, Some(a.dtype), Some(input))?;
     gpu.launch(stream, function, Grid::new((blocks, 1), (N_SLICE_THREADS, 1)), &args)
 }
