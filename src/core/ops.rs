@@ -162,13 +162,14 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
     match s.ctx.backend {
         Backend::Cpu(_) => cpu::spmv_spikes(s, op, alpha, a, list.host_entries(neurons)?, beta, y),
         Backend::Cuda(_) => {
-            // T sums in shared memory where the slice offsets are kept; the other kernels add
-            // spikes with atomics, which f16/bf16 lack at f32 accumulation
+            // output_slices sums in shared memory where analysis kept its offsets; the other
+            // kernels add spikes with atomics, which f16/bf16 lack at f32 accumulation
             let slices = match op {
                 Op::T => plan::slice_offsets_kept(stats),
                 Op::N => plan::column_slice_width(stats).is_some(),
             };
-            if !plan::can_scatter(a.dtype) && !slices {
+            let scatters = plan::can_scatter(a.dtype);
+            if !scatters && !slices {
                 return Err(Error::not_supported(format!(
                     "spmv on a spike list with {} weights: the GPU adds spikes with atomics, which {} lacks at f32 \
                      accumulation (except where output_slices runs: T on rows sorted by column and long enough, N on matrices \
@@ -178,38 +179,34 @@ pub fn spmv_spikes(s: &Stream, op: Op, alpha: f64, a: &Csr, list: SpikeList, bet
                     a.dtype.name()
                 )));
             }
-            // a warp per listed line otherwise (a warp taking 32 listed lines, as `scatter` does
-            // for event vectors, walks them in series: 3-8x slower, measured)
+            // the scatters take a warp per listed line (a warp taking 32 listed lines, as
+            // `scatter` does for event vectors, walks them in series: 3-8x slower, measured)
             match op {
                 Op::N => {
                     // output_slices has no gather branch for a list: at 10,000² it ties csc_scatter
                     // up to 1 % and takes 1.5-2x as long from 5 % (bench/NOTES.md, "spmv N on spike
                     // lists through output_slices"), so it runs where atomics cannot
-                    let chosen =
-                        if plan::can_scatter(a.dtype) { plan::SpmmN::CscScatter } else { plan::SpmmN::OutputSlices };
-                    let alg = gpu_plan(s, chosen, |alg| match alg {
-                        plan::SpmmN::OutputSlices => slices,
-                        plan::SpmmN::CscScatter => plan::can_scatter(a.dtype),
-                        _ => false,
-                    })?;
+                    let (sliced, scatter) = ((plan::SpmmN::OutputSlices, slices), (plan::SpmmN::CscScatter, scatters));
+                    let alg = list_kernel(s, sliced, scatter, false)?;
                     cuda::spmv_spikes_n(s, alg, alpha, a, list, beta, y)
                 }
                 Op::T => {
-                    let chosen = if plan::output_slices_pay(stats) || !plan::can_scatter(a.dtype) {
-                        plan::SpmmT::OutputSlices
-                    } else {
-                        plan::SpmmT::RowWarpScatter
-                    };
-                    let alg = gpu_plan(s, chosen, |alg| match alg {
-                        plan::SpmmT::OutputSlices => slices,
-                        plan::SpmmT::RowWarpScatter => plan::can_scatter(a.dtype),
-                        _ => false,
-                    })?;
+                    let (sliced, scatter) =
+                        ((plan::SpmmT::OutputSlices, slices), (plan::SpmmT::RowWarpScatter, scatters));
+                    let alg = list_kernel(s, sliced, scatter, plan::output_slices_pay(stats))?;
                     cuda::spmv_spikes_t(s, alg, alpha, a, list, beta, y)
                 }
             }
         }
     }
+}
+
+/// The GPU kernel of spmv on a spike list: `slices` (output_slices, where analysis kept its
+/// offsets) or `scatter` (atomics, f32/f64), each with whether it can run; the slices where they
+/// are preferred or the scatter cannot run. A forced algorithm must be one of the two and able to.
+fn list_kernel<A: Algorithm>(s: &Stream, slices: (A, bool), scatter: (A, bool), prefer_slices: bool) -> Result<A> {
+    let chosen = if prefer_slices || !scatter.1 { slices.0 } else { scatter.0 };
+    gpu_plan(s, chosen, |alg| (alg == slices.0 && slices.1) || (alg == scatter.0 && scatter.1))
 }
 
 /// yw2y, plain (1-D y and out) or batched (2-D), optionally with per-batch weights.
