@@ -1353,8 +1353,11 @@ evs_status evs_csr_to_csc(struct evs_stream *stream,
  * (`y = alpha·A·e + beta·y`, y length m); T: A's rows (`y = alpha·Aᵀ·e + beta·y`, y length
  * k). A CPU context rejects a count outside [0, length of spike_indices] or an index out of
  * range with `EVS_ERROR_INVALID_VALUE`; a GPU kernel cannot report without a host sync, so
- * it clamps the count to that range and skips indices out of range. On the GPU, f32 and f64
- * weights only (the spikes add with atomics).
+ * it clamps the count to that range and skips indices out of range. On the GPU the spikes add
+ * with atomics, f32 and f64 weights only, except where `output_slices` sums them in shared
+ * memory where analysis keeps its offsets (N: up to 16,384 columns; T: long rows sorted by
+ * column; README, plans), which takes every dtype; f16/bf16 elsewhere fail with
+ * `EVS_ERROR_NOT_SUPPORTED`.
  *
  * @param stream        stream the work is queued on; its context is the operation's
  * @param op            `EVS_OP_N` (as stored) or `EVS_OP_T` (transposed)
