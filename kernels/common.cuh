@@ -38,6 +38,18 @@ __device__ __forceinline__ void let_dependents_launch() {
 #endif
 }
 
+// Entry of a kernel that loads before the wait what no kernel writes (the matrix's structure,
+// uploaded by analysis before any call that reads it), then waits and lets its successor launch:
+// a successor that does the same loads its structure while this one still runs (on the H200
+// 1.65-1.69 graph µs a call where waiting first takes 1.94; triggering without such loads cost
+// 0.23: bench/NOTES.md, "Loads before the wait"). Triggering after the wait keeps what
+// EVS_MAPS_KERNEL_AFTER_OPENER relies on: a launch implies every grid before its predecessor
+// has completed. Every thread calls it, those with nothing to do too.
+__device__ __forceinline__ void enter_after_loads() {
+    wait_for_prior_grids();
+    let_dependents_launch();
+}
+
 // Read by the host when it loads the module (src/cuda/driver.rs): 1 where the image the driver
 // picked for this device has the waits above, so launches may overlap their predecessors.
 // Standalone probes that borrow these headers (bench/probe_*.cu, EVS_PROBE) load no module.
@@ -51,6 +63,9 @@ extern "C" __device__ int evs_kernels_wait_for_prior_grids = 0;
 // A kernel `name(Args a)` with launch bounds `bounds` (parenthesised) that runs `body(a)`.
 #define EVS_KERNEL(name, bounds, body) \
     extern "C" __global__ void __launch_bounds__ bounds name(Args a) { wait_for_prior_grids(); body(a); }
+// A kernel whose body calls enter_after_loads itself, after loading only the matrix's structure.
+#define EVS_KERNEL_LOADS_FIRST(name, bounds, body) \
+    extern "C" __global__ void __launch_bounds__ bounds name(Args a) { body(a); }
 // A product along the CSC mirror that reads the weights (in_csc_order).
 #define EVS_CSC_KERNEL(name, bounds, body) \
     extern "C" __global__ void __launch_bounds__ bounds name(Args a) { wait_for_prior_grids(); body(in_csc_order(a)); }

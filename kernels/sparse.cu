@@ -39,22 +39,34 @@
 // held more registers for rows of 80-200: bench/NOTES.md, "Batched loads in warp_mv").
 #define WARP_MV_BATCH 4
 // ONTO_SCALED: y was scaled by beta already (csc_events), so the sum adds onto it.
-template <class T, class In, class Walk, bool ONTO_SCALED = false> __device__ void warp_mv(const Args& a, int64_t i) {
+// LOADS_FIRST: line i's bounds and first batch of sources (the structure, which no kernel
+// writes) are loaded before the wait for prior grids (enter_after_loads), which every warp of
+// the kernel reaches, i past the lines too.
+template <class T, class In, class Walk, bool ONTO_SCALED = false, bool LOADS_FIRST = false>
+__device__ void warp_mv(const Args& a, int64_t i, bool line = true) {
     typedef typename AccOf<T>::type A;
     constexpr int BATCH = WARP_MV_BATCH;
-    const int64_t end = Walk::end(a, i);
-    A acc = 0;
-    for (int64_t p0 = Walk::begin(a, i) + lane_id(); p0 < end; p0 += 32 * BATCH) {
-        // positions past the row's end read its last entry again (no predicate to wait on), unused
-        int64_t source[BATCH];
-        A v[BATCH];
+    const int64_t end = line ? Walk::end(a, i) : 0;
+    int64_t p0 = line ? Walk::begin(a, i) + lane_id() : 0;
+    // positions past the line's end read its last entry again (no predicate to wait on), unused
+    int64_t source[BATCH];
+    auto sources_from = [&](int64_t p0) {
 #pragma unroll
         for (int q = 0; q < BATCH; q++) source[q] = Walk::source(a, min(p0 + 32 * q, end - 1));
+    };
+    if (p0 < end) sources_from(p0);
+    if (LOADS_FIRST) enter_after_loads();
+    if (!line) return;
+    A acc = 0;
+    while (p0 < end) {
+        A v[BATCH];
 #pragma unroll
         for (int q = 0; q < BATCH; q++) v[q] = input<A>((const In*)a.x, source[q] * a.ldx, a.events);
 #pragma unroll
         for (int q = 0; q < BATCH; q++)
             if (p0 + 32 * q < end && v[q] != A(0)) acc += weight<T, A>(a, Walk::entry(a, p0 + 32 * q)) * v[q];
+        p0 += 32 * BATCH;
+        if (p0 < end) sources_from(p0);
     }
     acc = warp_sum(acc);
     if (lane_id() != 0) return;
@@ -268,7 +280,7 @@ __device__ __forceinline__ bool lists_ran(const Args& a) { return a.out2 && ((co
 // warp_per_row: one warp per row (n = 1), or per row and 64 columns.
 template <class T, class In> __device__ void spmv_n_warp(const Args& a) {
     const int64_t i = warp_id();
-    if (i < a.m) warp_mv<T, In, CsrWalk>(a, i);
+    warp_mv<T, In, CsrWalk, false, true>(a, i, i < a.m);
 }
 template <class T, class In> __device__ void spmm_n_warp(const Args& a) {
     if (lists_ran(a)) return;
@@ -321,9 +333,11 @@ template <class T, class In> __device__ void spmm_n_classes(const Args& a) {
 }
 
 // T, csc_gather: one warp per output column (n = 1), or per column and 64 columns of C.
-template <class T, class In> __device__ void spmv_t_gather(const Args& a) {
+// The plain gathers (spmv_n_warp above too) load their structure first (EVS_KERNEL_LOADS_FIRST);
+// the CSC copy's wait first, since they test the copy's flag, which plasticity writes.
+template <class T, class In, bool LOADS_FIRST> __device__ void spmv_t_gather(const Args& a) {
     const int64_t c = warp_id();
-    if (c < a.k) warp_mv<T, In, CscWalk>(a, c);
+    warp_mv<T, In, CscWalk, false, LOADS_FIRST>(a, c, c < a.k);
 }
 template <class T, class In> __device__ void spmm_t_gather(const Args& a) {
     if (lists_ran(a)) return;
@@ -959,14 +973,14 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
 // perm would pay.
 #define CSC_KERNEL(name, body) EVS_CSC_KERNEL(name, (BLOCK_THREADS), body)
 #define GATHER(T, TN, In, InN)                                         \
-    KERNEL(spmv_n_##TN##_##InN, (spmv_n_warp<T, In>))                  \
+    EVS_KERNEL_LOADS_FIRST(spmv_n_##TN##_##InN, (BLOCK_THREADS), (spmv_n_warp<T, In>)) \
     KERNEL(spmm_n_##TN##_##InN, (spmm_n_warp<T, In>))           \
     KERNEL(spmm_n_thread_##TN##_##InN, (spmm_n_thread<T, In>))         \
     KERNEL(spmv_n_classes_##TN##_##InN, (spmv_n_classes<T, In>))       \
     KERNEL(spmm_n_classes_##TN##_##InN, (spmm_n_classes<T, In>)) \
-    KERNEL(spmv_t_##TN##_##InN, (spmv_t_gather<T, In>))                \
+    EVS_KERNEL_LOADS_FIRST(spmv_t_##TN##_##InN, (BLOCK_THREADS), (spmv_t_gather<T, In, true>)) \
     KERNEL(spmm_t_##TN##_##InN, (spmm_t_gather<T, In>))                \
-    CSC_KERNEL(spmv_t_csc_copy_##TN##_##InN, (spmv_t_gather<T, In>))   \
+    CSC_KERNEL(spmv_t_csc_copy_##TN##_##InN, (spmv_t_gather<T, In, false>)) \
     CSC_KERNEL(spmm_t_csc_copy_##TN##_##InN, (spmm_t_gather<T, In>))
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)
 EVS_FOR_FLOATS(GATHER_ALL)

@@ -193,7 +193,10 @@ mod tests {
             assert_eq!(declared, allowed, "{}: declare kernels with the EVS_*KERNEL macros", path.display());
         }
         let common = std::fs::read_to_string(format!("{dir}/common.cuh")).unwrap();
-        assert_eq!(common.matches("wait_for_prior_grids();").count(), 5, "the five plain entry macros wait first");
+        assert_eq!(common.matches("wait_for_prior_grids();").count(), 6, "the five plain entry macros wait first, and enter_after_loads");
+        // kernels that load before the wait enter through enter_after_loads: the plain gathers
+        let sparse = std::fs::read_to_string(format!("{dir}/sparse.cu")).unwrap();
+        assert_eq!(sparse.matches("EVS_KERNEL_LOADS_FIRST(").count(), 2);
         // the one kernel that waits where it needs to (its N and T forms) runs right after an
         // opener that lets it launch early (dense_wgmma in src/cuda/ops.rs: event_matrix first
         // for N, listed_event_rows for T)
