@@ -1,11 +1,10 @@
-// Plasticity, in place on the weights (SPEC §3.4): spikes in x as a spike list (common.cuh; for
-// CSR an event vector is listed first, but for pre on few neurons: src/cuda/ops.rs; the dense
-// rules list it in each block) or an event vector, the trace in aux,
-// the weights in `weights` (CSR) or y (dense). Each weight is touched by one thread (a neuron
+// Plasticity, in place on the weights (SPEC §3.4): spikes in x as a spike list (common.cuh) or
+// an event vector (listed in each block; for CSR a long one is listed first: src/cuda/ops.rs),
+// the trace in aux, the weights in `weights` (CSR) or y (dense). Each weight is touched by one thread (a neuron
 // listed twice: by two, unordered), so no atomics.
 #include "active_lines.cuh"
 
-// CSR pre and post (warp_per_line): w = clip(w + trace) for the entries of the active lines,
+// CSR pre and post: w = clip(w + trace) for the entries of the active lines,
 // pre along the rows of active pre-neurons (w_p += trace[indices[p]]), post along the CSC
 // mirror's columns of active post-neurons (w_perm[p] += trace[rowind[p]]).
 template <class T, class Walk> struct AddTrace {
@@ -19,6 +18,34 @@ template <class T, class Walk> struct AddTrace {
     }
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
+
+// An event vector of up to a few windows, in one launch: every block lists the whole vector
+// itself, a window of LINES_THREADS * WINDOW_RUN neurons at a time (each_window), and the
+// grid's warps share each window's live lines as they share a spike list's (warp w: line
+// w / parts, part w % parts of its entries). No listing launch before, and no block waits on
+// the few lines of its own run of candidates.
+template <class In, class Walk, class Work> __device__ void windowed_lines(const Args& a) {
+    typedef typename Work::Acc A;
+    __shared__ __align__(16) unsigned short window[LINES_THREADS * WINDOW_RUN];
+    Work work;
+    const unsigned warps = (unsigned)warps_in_grid();
+    each_window<LINES_THREADS, A, In>(a, 0, Walk::count(a), window, [&](int count, auto line_at, auto value_at) {
+        const unsigned parts = count > 0 && warps > (unsigned)count ? warps / count : 1;
+        for (unsigned w = (unsigned)warp_id(); w < count * parts; w += warps) {
+            const int64_t line = line_at(w / parts);
+            const A v = value_at(line);
+            line_entries(Walk::begin(a, line), Walk::end(a, line), w % parts, parts,
+                         [&](int64_t p) { work.apply(a, work.load(a, p), v); });
+        }
+    });
+}
+
+// CSR pre (CsrWalk) or post (CscWalk): a spike list a warp per listed line, an event vector
+// windowed (src/cuda/ops.rs lists a long one first and runs the list form).
+template <class T, class In, class Walk> __device__ void csr_plasticity(const Args& a) {
+    if constexpr (std::is_same<In, SpikeList>::value) warp_per_line<In, Walk, AddTrace<T, Walk>>(a);
+    else windowed_lines<In, Walk, AddTrace<T, Walk>>(a);
+}
 
 // Dense W (m x k, in y), in one launch: the live neurons in a spike list, read where it lies
 // (broadcast loads, cached), or an event vector that each block lists itself a window at a time
@@ -65,16 +92,13 @@ template <class T, class In> __device__ void dense_post(const Args& a) {
     });
 }
 
-// CSR post reads spike lists only: an event vector is listed first; CSR pre reads an event
-// vector of few neurons directly (src/cuda/ops.rs, csr_plasticity); the dense rules read every
-// kind.
-#define CSR_PRE(T, TN, E, EN) \
-    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (256), (warp_per_line<E, CsrWalk, AddTrace<T, CsrWalk>>))
+#define CSR_PLASTICITY(T, TN, E, EN)                                                                  \
+    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (LINES_THREADS), (csr_plasticity<T, E, CsrWalk>))          \
+    EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (LINES_THREADS), (csr_plasticity<T, E, CscWalk>))
 #define DENSE_PLASTICITY(T, TN, E, EN)                                                 \
     EVS_KERNEL(dense_pre_##TN##_##EN, (PLASTICITY_THREADS), (dense_pre<T, E>))         \
     EVS_KERNEL(dense_post_##TN##_##EN, (PLASTICITY_THREADS), (dense_post<T, E>))
-#define PLASTICITY_ALL(T, TN)                                                                        \
-    EVS_FOR_SPIKE_INPUTS(CSR_PRE, T, TN)                                                             \
-    EVS_WEIGHTS_KERNEL(csr_post_##TN##_i32, (256), (warp_per_line<SpikeList, CscWalk, AddTrace<T, CscWalk>>)) \
+#define PLASTICITY_ALL(T, TN)                    \
+    EVS_FOR_SPIKE_INPUTS(CSR_PLASTICITY, T, TN)  \
     EVS_FOR_SPIKE_INPUTS(DENSE_PLASTICITY, T, TN)
 EVS_FOR_FLOATS(PLASTICITY_ALL)

@@ -1081,10 +1081,11 @@ fn csr_plasticity_matches_cpu() {
         for t in FLOATS {
             for e in SPIKE_INPUTS {
                 for post in [false, true] {
-                    // pre on event vectors of 22,000 neurons or more lists them first
-                    // (PRE_LISTED_MIN_NEURONS, src/cuda/ops.rs)
-                    let pat = if !post && p.rng.below(3) == 0 {
-                        let shape = (22_000 + p.rng.below(3000), 1 + p.rng.below(200));
+                    // event vectors of several windows (8,192 neurons) in one launch, and of
+                    // 22,000 neurons or more, listed first (LISTED_MIN_NEURONS, src/cuda/ops.rs)
+                    let pat = if p.rng.below(3) == 0 {
+                        let (neurons, other) = (8_000 + p.rng.below(20_000), 1 + p.rng.below(200));
+                        let shape = if post { (other, neurons) } else { (neurons, other) };
                         uniform_pattern(&mut p.rng, shape, 2)
                     } else {
                         pattern(&mut p.rng)

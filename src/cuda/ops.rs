@@ -870,11 +870,11 @@ pub fn csr_plasticity(
         CsrPlasticity::PreRows => CSR_PRE,
     };
     let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
-    // pre on an event vector of few neurons walks it directly: blocks take runs of candidates
-    if let (CsrPlasticity::PreRows, Spikes::Events(x)) = (alg, spikes) {
-        if x.rows < PRE_LISTED_MIN_NEURONS {
-            let args = event_args(x, base);
-            return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, line_blocks(gpu, a.m), &args);
+    // an event vector of few neurons is listed by every block of the one launch (windowed_lines)
+    if let Spikes::Events(x) = spikes {
+        if x.rows < LISTED_MIN_NEURONS {
+            let grid = Grid::new((gpu.multiprocessors as u64 * WINDOWED_BLOCKS_PER_SM, 1), (LINES_THREADS, 1));
+            return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
     }
     let launch = |args: Args, capacity: usize| {
@@ -887,11 +887,14 @@ pub fn csr_plasticity(
     on_spike_list(s, spikes, base, launch)
 }
 
-/// Event vectors of plasticity pre shorter than this run the vector kernel: at 5,000 neurons it
-/// beat listing first (5.7 against 6.1 µs), at 100,000 listing won (12.6-12.9 against 13.5); the
-/// bound lies between, at the geometric mean (bench/NOTES.md, "Plasticity on event vectors
-/// listed first").
-const PRE_LISTED_MIN_NEURONS: usize = 22_000;
+/// Event vectors of CSR plasticity shorter than this run windowed_lines, every block listing the
+/// whole vector; longer ones are listed first. Set for the kernel windowed_lines replaced (blocks
+/// walking their own runs of candidates): at 5,000 neurons it beat listing first (5.7 against
+/// 6.1 µs), at 100,000 listing won (12.6-12.9 against 13.5); the bound lies between, at the
+/// geometric mean (bench/NOTES.md, "Plasticity on event vectors listed first").
+const LISTED_MIN_NEURONS: usize = 22_000;
+/// Blocks per SM of windowed_lines (16 KB of shared memory each).
+const WINDOWED_BLOCKS_PER_SM: u64 = 4;
 
 /// `launch(args, capacity)` on a spike list, or on an event vector listed first into the
 /// stream's scratch (`on_event_columns`): `base` with the list's arguments, and its capacity.
