@@ -1,7 +1,7 @@
 // Plasticity, in place on the weights (SPEC §3.4): spikes in x as a spike list (common.cuh) or
 // an event vector (listed in each block; for CSR a long one is listed first: src/cuda/ops.rs),
-// the trace in aux, the weights in `weights` (CSR) or y (dense). Each weight is touched by one thread (a neuron
-// listed twice: by two, unordered), so no atomics.
+// the trace in aux, the weights in `weights` (CSR) or y (dense). Each weight is touched by one
+// thread (a neuron listed twice: by two, unordered), so no atomics.
 #include "active_lines.cuh"
 
 // CSR pre and post: w = clip(w + trace) for the entries of the active lines,
