@@ -19,11 +19,11 @@ template <class T, class Walk> struct AddTrace {
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
-// An event vector of up to a few windows, in one launch: every block lists the whole vector
-// itself, a window of LINES_THREADS * WINDOW_RUN neurons at a time (each_window), and the
-// grid's warps share each window's live lines as they share a spike list's (warp w: line
-// w / parts, part w % parts of its entries). No listing launch before, and no block waits on
-// the few lines of its own run of candidates.
+// An event vector in one launch: every block lists the whole vector itself, a window of
+// LINES_THREADS * WINDOW_RUN neurons at a time (each_window), and the grid's warps share each
+// window's live lines as they share a spike list's (warp w: line w / parts, part w % parts of
+// its entries). No listing launch before, but each window costs every block a listing round,
+// so the host runs it on one window at most (src/cuda/ops.rs, WINDOWED_MAX_NEURONS).
 template <class In, class Walk, class Work> __device__ void windowed_lines(const Args& a) {
     typedef typename Work::Acc A;
     __shared__ __align__(16) unsigned short window[LINES_THREADS * WINDOW_RUN];

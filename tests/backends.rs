@@ -1081,10 +1081,10 @@ fn csr_plasticity_matches_cpu() {
         for t in FLOATS {
             for e in SPIKE_INPUTS {
                 for post in [false, true] {
-                    // event vectors of several windows (8,192 neurons) in one launch, and of
-                    // 22,000 neurons or more, listed first (LISTED_MIN_NEURONS, src/cuda/ops.rs)
+                    // event vectors of up to one window (8,192 neurons) in one launch, longer
+                    // ones listed first (WINDOWED_MAX_NEURONS, src/cuda/ops.rs): both sides
                     let pat = if p.rng.below(3) == 0 {
-                        let (neurons, other) = (8_000 + p.rng.below(20_000), 1 + p.rng.below(200));
+                        let (neurons, other) = (7_000 + p.rng.below(2_500), 1 + p.rng.below(200));
                         let shape = if post { (other, neurons) } else { (neurons, other) };
                         uniform_pattern(&mut p.rng, shape, 2)
                     } else {

@@ -870,9 +870,9 @@ pub fn csr_plasticity(
         CsrPlasticity::PreRows => CSR_PRE,
     };
     let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
-    // an event vector of few neurons is listed by every block of the one launch (windowed_lines)
+    // an event vector of one window is listed by every block of the one launch (windowed_lines)
     if let Spikes::Events(x) = spikes {
-        if x.rows < LISTED_MIN_NEURONS {
+        if x.rows <= WINDOWED_MAX_NEURONS {
             let grid = Grid::new((gpu.multiprocessors as u64 * WINDOWED_BLOCKS_PER_SM, 1), (LINES_THREADS, 1));
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
@@ -887,12 +887,12 @@ pub fn csr_plasticity(
     on_spike_list(s, spikes, base, launch)
 }
 
-/// Event vectors of CSR plasticity shorter than this run windowed_lines, every block listing the
-/// whole vector; longer ones are listed first. Set for the kernel windowed_lines replaced (blocks
-/// walking their own runs of candidates): at 5,000 neurons it beat listing first (5.7 against
-/// 6.1 µs), at 100,000 listing won (12.6-12.9 against 13.5); the bound lies between, at the
-/// geometric mean (bench/NOTES.md, "Plasticity on event vectors listed first").
-const LISTED_MIN_NEURONS: usize = 22_000;
+/// Event vectors of CSR plasticity up to this long run windowed_lines: one window of its listing
+/// (kernels/plasticity.cu, LINES_THREADS x WINDOW_RUN); longer ones are listed first. Each window
+/// costs every block a listing round: measured on the H200 (graph µs, windowed against listing
+/// first), pre 5,000 neurons 10 % 5.5 against 6.1, 8,000 6.3 against 6.9; 15,000 5 % 9.2
+/// against 7.5, 21,000 1 % 11.9 against 6.3 (bench/probe_windowed.py, bench/NOTES.md).
+const WINDOWED_MAX_NEURONS: usize = 8192;
 /// Blocks per SM of windowed_lines (16 KB of shared memory each).
 const WINDOWED_BLOCKS_PER_SM: u64 = 4;
 
