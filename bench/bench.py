@@ -524,15 +524,21 @@ def bench_dense(evs, tab, quick):
             h.close()
 
 
+def plasticity_case(evs, n, per_row, rate):
+    """A CSR plasticity workload: A n x n (per_row random columns, hetero f32 weights w, analysed),
+    bool spikes at `rate` and a trace, with the spikes' and trace's handles."""
+    crow, col = random_csr(n, n, per_row)
+    w = torch.rand(col.numel(), device="cuda")
+    a = evs.csr(n, n, crow, col, w)
+    a.analyse(evs.stream)
+    spikes = torch.rand(n, device="cuda") < rate
+    trace = torch.rand(n, device="cuda") * 1e-3
+    return a, col, w, spikes, trace, evs.dense(spikes), evs.dense(trace)
+
+
 def bench_plasticity(evs, tab, quick):
     for n, per_row, rate in [(5000, 500, 0.10), (100_000, 1000, 0.01)][: 1 if quick else 2]:
-        crow, col = random_csr(n, n, per_row)
-        w = torch.rand(col.numel(), device="cuda")
-        a = evs.csr(n, n, crow, col, w)
-        a.analyse(evs.stream)
-        spikes = torch.rand(n, device="cuda") < rate
-        trace = torch.rand(n, device="cuda") * 1e-3
-        hs, ht = evs.dense(spikes), evs.dense(trace)
+        a, col, w, spikes, trace, hs, ht = plasticity_case(evs, n, per_row, rate)
         spikes_list, list_tensors = spike_list(evs, hs, n)
         rows = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row)
         colsl = col.long()

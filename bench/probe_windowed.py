@@ -17,13 +17,7 @@ torch.cuda.set_stream(stream)
 evs = bench.Evs(stream)
 for n, per_row, rate in [(5000, 500, 0.10), (8000, 500, 0.10), (15_000, 300, 0.05), (21_000, 500, 0.10),
                          (21_000, 100, 0.01)]:
-    crow, col = bench.random_csr(n, n, per_row)
-    w = torch.rand(col.numel(), device="cuda")
-    a = evs.csr(n, n, crow, col, w)
-    a.analyse(evs.stream)
-    spikes = torch.rand(n, device="cuda") < rate
-    trace = torch.rand(n, device="cuda") * 1e-3
-    hs, ht = evs.dense(spikes), evs.dense(trace)
+    a, _, _, _, _, hs, ht = bench.plasticity_case(evs, n, per_row, rate)
     idx = torch.empty(n, device="cuda", dtype=torch.int32)
     count = torch.empty(1, device="cuda", dtype=torch.int32)
     hi, hc = evs.dense(idx), evs.dense(count)
