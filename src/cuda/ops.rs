@@ -892,7 +892,9 @@ pub fn csr_plasticity(
 /// costs every block a listing round: measured on the H200 (graph µs, windowed against listing
 /// first), pre 5,000 neurons 10 % 5.5 against 6.1, 8,000 6.3 against 6.9; 15,000 5 % 9.2
 /// against 7.5, 21,000 1 % 11.9 against 6.3 (bench/probe_windowed.py, bench/NOTES.md).
-const WINDOWED_MAX_NEURONS: usize = 8192;
+const WINDOWED_MAX_NEURONS: usize = LINES_THREADS as usize * WINDOW_RUN;
+/// Inputs a thread of an `each_window` listing tests (kernels/common.cuh, WINDOW_RUN).
+const WINDOW_RUN: usize = 32;
 /// Blocks per SM of windowed_lines (16 KB of shared memory each).
 const WINDOWED_BLOCKS_PER_SM: u64 = 4;
 
