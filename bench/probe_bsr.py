@@ -2,8 +2,9 @@
 # EVS_LIBRARY set; the bench's structures: blocks uniformly at random at a density).
 # `time` prints graph µs, useful TFLOP/s and one call's CUDA-event µs of the bench's sm_90a
 # rows, each result checked against torch; `ncu` runs each shape twice, untimed (for ncu -k
-# regex:bsrmm_wgmma). Forces bsrmm:wgmma, or FORCE64 (e.g. bsrmm:wgmma_pairs) on the 64-row
-# shapes.
+# regex:bsrmm_wgmma; four shapes unless BLOCKS or DENSITY pick them). BLOCKS and DENSITY keep
+# only the shapes of those blocks and that density. Forces bsrmm:wgmma, or FORCE64 (e.g.
+# bsrmm:wgmma_pairs) on the 64-row shapes.
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -18,8 +19,9 @@ B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
 hb = evs.dense(B)
 out = []
 only = int(os.environ.get("BLOCKS", "0"))  # only the shapes of these blocks
-for bs, density in SHAPES if mode == "time" else SHAPES[:3] + SHAPES[5:6]:
-    if only and bs != only:
+only_density = float(os.environ.get("DENSITY", "0"))  # and of this density
+for bs, density in SHAPES if mode == "time" or only or only_density else SHAPES[:3] + SHAPES[5:6]:
+    if (only and bs != only) or (only_density and density != only_density):
         continue
     evs.force(os.environ.get("FORCE64", "bsrmm:wgmma") if bs == 64 else "bsrmm:wgmma")
     mask = torch.rand(n // bs, n // bs, device="cuda") < density
