@@ -103,9 +103,9 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 // f16/bf16 on Hopper's tensor cores (sm_90a; blocks of 32 to 128 rows and columns; B and A's
 // values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384 threads computes tiles
 // of C of 128 x 256 (128-row blocks, and pairs of 64 x 64+ blocks' rows) or 64 x 512 (others:
-// a 32- or 16-row block keeps its first rows, the MMA's others read the next blocks' values and
-// are dropped), so that every staged byte of B feeds 64 rows or more and each consumer's
-// wgmmas are m64n256. The grid is persistent (a block per SM). Warpgroup 0 is the producer:
+// only a 32- or 16-row block's own rows of A are loaded; the MMA's other rows read whatever the
+// slot held before and are dropped), so that every staged byte of B feeds 64 rows or more and
+// each consumer's wgmmas are m64n256. The grid is persistent (a block per SM). Warpgroup 0 is the producer:
 // one thread walks its tiles' block rows' stored blocks in slices of KS columns (64, or the
 // block's 32 or 16) and loads each slice of A (TILE_ROWS x KS) and the B rows it meets (KS x
 // TILE_COLS, in 64-column boxes) into a ring of stages of 64 of K (narrow blocks: 2 or 4 blocks
@@ -217,13 +217,15 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
                 tma_load_2d(stage + A_BYTES + i * BOX_BYTES + slot * KS * 128, b_map, &full[s], (int)(col + i * WG_BOX),
                             (int)(block_col * a.k + q));
         };
-        // An unpaired row's stages: a KS-wide slice of a block or SLOTS blocks whole each.
+        // An unpaired row's stages: a KS-wide slice of a block or SLOTS blocks whole each. A
+        // block shorter than the tile brings only its own rows (A's box, src/cuda/ops.rs).
+        const int a_loaded = (int)min(a.m, (int64_t)TILE_ROWS) * A_ROW;
         auto produce_row = [&](int64_t first, int64_t blocks, int64_t col) {
             for (int64_t step = 0, steps = steps_of(blocks); step < steps; step++, t++) {
                 const int64_t slices = a.k / KS;
                 const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
                 const int used = filled(blocks, step);
-                const int s = open_stage(0, used * (A_SLOT + B_SLOT));
+                const int s = open_stage(0, used * (a_loaded + B_SLOT));
                 for (int slot = 0; slot < used; slot++) {
                     tma_load_2d(ring + s * STAGE_BYTES + slot * A_SLOT, a_map, &full[s], (int)q, (int)((jb + slot) * a.m));
                     load_b(s, slot, a.indices[jb + slot], q, col);
@@ -352,8 +354,8 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
         wgmma_wait<0>();
         if (lane == 0 && steps > 0) barrier_arrive(&empty[(t - 1) % WG_STAGES]);
         // d[4i + 2h + e] holds row 16 warp + lane / 4 + 8 h, column 8 i + 2 (lane % 4) + e.
-        // Rows past a 32-row block belong to the next block's values, and past a pair's rows
-        // to no block: dropped.
+        // Rows past a 32- or 16-row block hold the slot's stale rows, and past a pair's rows
+        // no block: dropped.
         const int local = (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
         const int64_t row = tile.block_row * a.m + local, row_end = (PAIRS ? a.ldaux : tile.block_row + 1) * a.m;
         const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * N) + 2 * (lane % 4);

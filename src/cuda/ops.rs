@@ -1001,7 +1001,9 @@ fn bsrmm_wgmma(s: &Stream, a: &Bsr, b: &Dense, c: &Dense, args: &Args, pairs: bo
     let (gpu, stream) = parts(s)?;
     let esize = a.values.dtype.size() as u64;
     let tile_m: u64 = if a.bm == 128 || pairs { 128 } else { 64 };
-    let box_m = if pairs { 64 } else { tile_m as u32 };
+    // a block shorter than the tile (32 or 16 rows) loads its own rows only: the MMA's others
+    // read stale rows of the slot, whose products are dropped
+    let box_m = if pairs { 64 } else { tile_m.min(a.bm as u64) as u32 };
     let slice = (a.bk as u64).min(64);
     let values = ((a.nnzb * a.bm) as u64, a.bk as u64, a.bk as u64 * esize);
     let a_map = TensorMap::swizzled_2d(gpu, a.values.dtype, a.values.buf.addr(), values, (box_m, slice as u32), 256)?;
