@@ -3,9 +3,10 @@
 # `time` prints graph µs, useful TFLOP/s and one call's CUDA-event µs of the bench's sm_90a
 # rows, each result checked against torch; `ncu` runs each shape twice, untimed (for ncu -k
 # regex:bsrmm_wgmma; four shapes unless BLOCKS or DENSITY pick them). BLOCKS and DENSITY keep
-# only the shapes of those blocks and that density. Forces bsrmm:wgmma, or FORCE64 (e.g.
+# only the shapes of those blocks and that density. `hold` runs each shape back to back for
+# HOLD_S seconds (3), to read clocks and power beside it (nvidia-smi). Forces bsrmm:wgmma, or FORCE64 (e.g.
 # bsrmm:wgmma_pairs) on the 64-row shapes.
-import os, sys, torch
+import os, sys, time, torch
 import bench
 from bench import evsparse
 stream = torch.cuda.Stream(); torch.cuda.set_stream(stream)
@@ -42,6 +43,13 @@ for bs, density in SHAPES if mode == "time" or only or only_density else SHAPES[
         us = bench.graphed(evs, f) * 1e3 if not beta else event_us
         tf = 2 * col.numel() * bs * bs * n / us / 1e6
         out.append(f"b{bs} {density * 100:g}% {plan}: {us:.1f} µs {tf:.0f} TF, event {event_us:.1f} (err {err:.0e})")
+    elif mode == "hold":
+        start = time.time()
+        while time.time() - start < float(os.environ.get("HOLD_S", "3")):
+            for _ in range(20):
+                f()
+            torch.cuda.synchronize()
+        out.append(f"b{bs} {density * 100:g}% held {time.time() - start:.1f} s")
     else:
         f()
         out.append(f"b{bs} {density * 100:g}% err {err:.0e}")

@@ -5,7 +5,8 @@
 // loads stages of ROWS rows x 512 columns at random ROWS-aligned rows of an 8192 x 8192 bf16 B,
 // two consumer warpgroups wait for each stage and free it. Its TB/s bound what any kernel that
 // stages B per block (bsrmm:wgmma) can reach: useful FLOP/s <= TB/s x 2 ROWS / 2 bytes.
-// Build and run on the GPU machine:
+// `hold` as argument: the 64-row case only, back to back for a few seconds. Build and run on the
+// GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_l2_feed.cu -lcuda -o /tmp/f && /tmp/f
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
@@ -81,7 +82,7 @@ template <int ROWS> void run(const void* b, int sms, int slabs, cudaStream_t st)
            bytes / t.graph_us / 1e6 * ROWS);
 }
 
-int main() {
+int main(int argc, char** argv) {
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     void* b;
@@ -89,6 +90,10 @@ int main() {
     CK(cudaMemset(b, 0x3c, (size_t)SIZE * SIZE * 2));
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
+    if (argc > 1) {  // `hold`: the 64-row feed back to back for about 3 s (clocks and power beside it)
+        for (int r = 0; r < 12; r++) run<64>(b, sms, 1, st);
+        return 0;
+    }
     for (int slabs : {1, 16}) {
         run<64>(b, sms, slabs, st);
         run<32>(b, sms, slabs, st);
