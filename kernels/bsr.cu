@@ -101,18 +101,18 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 }
 
 // f16/bf16 on Hopper's tensor cores (sm_90a; blocks of 32 to 128 rows and columns; B and A's
-// values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384 threads computes tiles
-// of C of 128 x 256 (128-row blocks, and pairs of 64 x 64+ blocks' rows) or 64 x 512 (others:
-// only a 32- or 16-row block's own rows of A are loaded; the MMA's other rows read whatever the
-// slot held before and are dropped), so that every staged byte of B feeds 64 rows or more and
-// each consumer's wgmmas are m64n256. The grid is persistent (a block per SM). Warpgroup 0 is the producer:
-// one thread walks its tiles' block rows' stored blocks in slices of KS columns (64, or the
-// block's 32 or 16) and loads each slice of A (TILE_ROWS x KS) and the B rows it meets (KS x
-// TILE_COLS, in 64-column boxes) into a ring of stages of 64 of K (narrow blocks: 2 or 4 blocks
-// of the row a stage), swizzled (B's rows 128 bytes, A's 2 KS bytes): 4 stages of 48 KB, or 3
-// of 72 KB for 64-row tiles. Warpgroups 1 and 2 consume: each multiplies its part (of a 128-row
-// tile rows 64g, of a 64-row one columns 256g) with up to four m64n256k16 wgmmas per stage, then
-// frees the stage.
+// values addressed by TMA tensor maps, src/cuda/ops.rs). A block of 384 threads computes tiles of
+// C of 128 x 256 (128-row blocks, and pairs of 64 x 64+ blocks' rows) or 64 x 512 (others: only a
+// 32- or 16-row block's own rows of A are loaded; the MMA's other rows read whatever the slot held
+// before and are dropped), so that every staged byte of B feeds 64 rows or more and each
+// consumer's wgmmas are m64n256. The grid is persistent (a block per SM). Warpgroup 0 is the
+// producer: one thread walks its tiles' block rows' stored blocks in slices of KS columns (64, or
+// the block's 32 or 16) and loads each slice of A (TILE_ROWS x KS) and the B rows it meets (KS x
+// TILE_COLS, in 64-column boxes) into a ring of stages of 64 of K (narrow blocks: 2 or 4 blocks of
+// the row a stage), swizzled (B's rows 128 bytes, A's 2 KS bytes): 4 stages of 48 KB, or 3 of 72
+// KB for 64-row tiles. Warpgroups 1 and 2 consume: each multiplies its part (of a 128-row tile
+// rows 64g, of a 64-row one columns 256g) with up to four m64n256k16 wgmmas per stage, then frees
+// the stage.
 // full[s] completes when a stage's bytes have landed, empty[s] when both consumers are done
 // with it.
 // PAIRS (bsrmm:wgmma_pairs; 64-row blocks, 64 columns or more): a tile is block rows 2p and
