@@ -4,8 +4,8 @@
 # rows, each result checked against torch; `ncu` runs each shape twice, untimed (for ncu -k
 # regex:bsrmm_wgmma; four shapes unless BLOCKS or DENSITY pick them). BLOCKS and DENSITY keep
 # only the shapes of those blocks and that density. `hold` runs each shape back to back for
-# HOLD_S seconds (3), to read clocks and power beside it (nvidia-smi). Forces bsrmm:wgmma, or FORCE64 (e.g.
-# bsrmm:wgmma_pairs) on the 64-row shapes.
+# HOLD_S seconds (3), to read clocks and power beside it (nvidia-smi). Forces bsrmm:wgmma, or
+# FORCE64 (e.g. bsrmm:wgmma_pairs) on the 64-row shapes.
 import os, sys, time, torch
 import bench
 from bench import evsparse

@@ -6,8 +6,8 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_bsr_wgmma.cu -lcuda -o /tmp/p && /tmp/p
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
+#include "probe_tma.cuh"
 
-#include <cuda.h>
 #include <cuda_bf16.h>
 
 #include <random>
@@ -115,18 +115,6 @@ __global__ void reference(const int* indptr, const int* indices, const bf16* val
             acc += __bfloat162float(values[((int64_t)jb * bm + r) * bk + q]) *
                    __bfloat162float(b[((int64_t)indices[jb] * bk + q) * n + col]);
     c[(int64_t)row * n + col] = acc;
-}
-
-static CUtensorMap tensor_map(const void* base, uint64_t cols, uint64_t rows, uint64_t row_bytes, uint32_t box_cols,
-                              uint32_t box_rows) {
-    CUtensorMap map;
-    cuuint64_t dims[2] = {cols, rows}, strides[1] = {row_bytes};
-    cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
-    CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void*)base, dims, strides, box, unit,
-                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) printf("cuTensorMapEncodeTiled: %d\n", (int)r), exit(1);
-    return map;
 }
 
 struct Problem {

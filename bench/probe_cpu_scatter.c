@@ -127,11 +127,11 @@ int main(void) {
     bcol = malloc(sizeof(int32_t) * 64 * cap), bw = malloc(sizeof(float) * 64 * cap);
     memset(bcol, 0, sizeof(int32_t) * 64 * cap), memset(bw, 0, sizeof(float) * 64 * cap);
     const int shifts[] = {-1, 0, 16, 15};  // -1: rows only; 0: direct; else ranges of 2^shift outputs
-    for (int t = 0; t < 2; t++)
-        for (int h = 0; h < 2; h++)
-            qcol[t][h] = calloc(cap, sizeof(int32_t)), qw[t][h] = calloc(cap, sizeof(float));
-    float *serial = calloc(NEURONS, sizeof(float));
     if (getenv("TWO")) {  // two cores against direct, and the outputs compared bit for bit
+        for (int t = 0; t < 2; t++)
+            for (int h = 0; h < 2; h++)
+                qcol[t][h] = calloc(cap, sizeof(int32_t)), qw[t][h] = calloc(cap, sizeof(float));
+        float *serial = calloc(NEURONS, sizeof(float));
         for (int step = 0; step < STEPS; step++) direct(live[step]);
         memcpy(serial, out, NEURONS * sizeof(float)), memset(out, 0, NEURONS * sizeof(float));
         pthread_t other;

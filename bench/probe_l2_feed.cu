@@ -10,8 +10,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_l2_feed.cu -lcuda -o /tmp/f && /tmp/f
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
-
-#include <cuda.h>
+#include "probe_tma.cuh"
 
 #include "../kernels/hopper.cuh"
 
@@ -58,20 +57,9 @@ template <int ROWS> __global__ void __launch_bounds__(384, 1) feed(const __grid_
     }
 }
 
-static CUtensorMap tensor_map(const void* base, uint32_t box_rows) {
-    CUtensorMap map;
-    cuuint64_t dims[2] = {SIZE, SIZE}, strides[1] = {SIZE * 2};
-    cuuint32_t box[2] = {BOX_COLS, box_rows}, unit[2] = {1, 1};
-    CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void*)base, dims, strides, box, unit,
-                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) printf("cuTensorMapEncodeTiled: %d\n", (int)r), exit(1);
-    return map;
-}
-
 template <int ROWS> void run(const void* b, int sms, int slabs, cudaStream_t st) {
     constexpr int STAGE_BYTES = ROWS * SLAB_COLS * 2, LOADS = 48 * 1024 * 1024 / STAGE_BYTES;  // 48 MB a block
-    const CUtensorMap map = tensor_map(b, ROWS);
+    const CUtensorMap map = tensor_map(b, SIZE, SIZE, SIZE * 2, BOX_COLS, ROWS);
     const int shared = RING_BYTES + 1024;
     CK(cudaFuncSetAttribute(feed<ROWS>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
     const Timing t = time_call(st, [&] { feed<ROWS><<<sms, 384, shared, st>>>(map, LOADS, slabs); });
