@@ -472,7 +472,7 @@ def bench_yw2y(evs, tab, quick):
         src = torch.repeat_interleave(torch.arange(n, device="cuda"), per_row) if op == OP_N else col.long()
         ref = w * y[..., src]
         ours = measure(evs, "yw2y", lambda: evsparse.yw2y(a, hy, ho, op=op, stream=evs.stream),
-                       lambda plan: check(f"yw2y {plan}", out, ref))
+                       lambda plan: check(f"yw2y {plan}", out, ref), graph=True)
         base = timed(lambda: w * y[..., src])
         # weights once (T also the indices), every batch's out written, y and indptr read
         nbytes = (4 if op == OP_N else 8) * col.numel() + 4 * batches * col.numel() + 4 * batches * n + 4 * (n + 1)

@@ -1,10 +1,11 @@
 // yw2y: one value per stored entry, out[b, j] = w_j * y[b, row(j)] (N) or y[b, indices[j]] (T),
 // with per-batch weights replacing w_j when given (SPEC §3.2).
 //
-// N is a pure stream (weights in, out written): it moves 16-byte vectors of V entries with
-// streaming (evict-first) loads and stores, several in flight per lane, wherever the bases allow
-// it (checked on the device: a vector starting at a multiple of V is aligned iff its bases are);
-// the rest goes element by element. T is bound by its gathers of y (below).
+// N is a pure stream (weights in, out written): it moves 16-byte vectors of V entries, several
+// in flight per lane, wherever the bases allow it (checked on the device: a vector starting at a
+// multiple of V is aligned iff its bases are); the rest goes element by element. Plain loads and
+// stores: evict-first hints (.cs) cost 2 % on the H200 (bench/probe_yw2y_n.cu). T is bound by its
+// gathers of y (below).
 #include "common.cuh"
 
 constexpr int YW2Y_UNROLL = 4;  // 16-byte vectors in flight per lane (N)
@@ -15,14 +16,7 @@ template <class T> struct alignas(16) Pack {
     T e[V];
 };
 
-template <class T> __device__ __forceinline__ Pack<T> load_stream(const T* p) {
-    const uint4 raw = __ldcs((const uint4*)p);
-    return *reinterpret_cast<const Pack<T>*>(&raw);
-}
-
-template <class T> __device__ __forceinline__ void store_stream(T* p, const Pack<T>& v) {
-    __stcs((uint4*)p, *reinterpret_cast<const uint4*>(&v));
-}
+template <class T> __device__ __forceinline__ Pack<T> load_pack(const T* p) { return *reinterpret_cast<const Pack<T>*>(p); }
 
 __device__ __forceinline__ bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -46,7 +40,7 @@ __device__ __forceinline__ void blend_pack(T* out, const Pack<T>& w, bool homo, 
         if (a.beta != 0.0) v += A(a.beta) * A(to_f(old.e[j]));
         put(&r.e[j], v);
     }
-    store_stream(out, r);
+    *reinterpret_cast<Pack<T>*>(out) = r;
 }
 
 // The batches of one group: a thread reads an entry's weight and index once and writes the
@@ -69,7 +63,10 @@ template <class T> __device__ __forceinline__ bool group_vectors(const Args& a, 
 }
 
 // N: one warp per (CSR row, group of batches); each y[b, i] is loaded once and the warp streams
-// the row's entries: a scalar head up to the first whole vector, the vectors, a scalar tail.
+// the row's entries: a scalar head up to the first whole vector, the vectors, a scalar tail. The
+// stream is latency-bound on the warps an SM holds: at 61 registers (f32, 4 blocks an SM) it runs
+// 5 % faster than at 68 (3 blocks), and bounds that force 6 blocks spill and lose 25 %
+// (bench/probe_yw2y_n.cu, `lib` rows).
 template <class T> __device__ void yw2y_n(const Args& a) {
     typedef typename AccOf<T>::type A;
     constexpr int V = Pack<T>::V;
@@ -82,31 +79,40 @@ template <class T> __device__ void yw2y_n(const Args& a) {
     const int64_t vb = vectors ? min(end, (begin + V - 1) / V * V) : begin;
     const int64_t ve = vectors ? max(vb, end / V * V) : begin;
     const int lane = lane_id();
-    for (int64_t b = b0; b < b1; ++b) {
-        const A yv = A(to_f(((const T*)a.x)[b * a.ldx + i]));
-        const T* w = batch_weights<T>(a, b);
-        T* out = (T*)a.y + b * a.ldy;
-        if (begin + lane < vb) blend(out + begin + lane, weight_at<T, A>(a, w, begin + lane) * yv, a);
-        for (int64_t p = ve + lane; p < end; p += 32) blend(out + p, weight_at<T, A>(a, w, p) * yv, a);
+    // the group's y[b, i] in registers: one load (lane j holding batch b0 + j's), then shuffled
+    // to every lane, where a load per batch after the last batch's stores waited one trip each
+    // (out may alias y for all the compiler knows)
+    const A y_lane = lane < b1 - b0 ? A(to_f(((const T*)a.x)[(b0 + lane) * a.ldx + i])) : A(0);
+    A ys[YW2Y_BATCH_GROUP];
+#pragma unroll
+    for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) ys[j] = __shfl_sync(0xffffffffu, y_lane, j);
+#pragma unroll
+    for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) {
+        if (b0 + j >= b1) break;
+        const T* w = batch_weights<T>(a, b0 + j);
+        T* out = (T*)a.y + (b0 + j) * a.ldy;
+        if (begin + lane < vb) blend(out + begin + lane, weight_at<T, A>(a, w, begin + lane) * ys[j], a);
+        for (int64_t p = ve + lane; p < end; p += 32) blend(out + p, weight_at<T, A>(a, w, p) * ys[j], a);
     }
     const T* shared_w = a.aux ? nullptr : (const T*)a.weights;  // read once for the group
     for (int64_t q0 = vb / V + lane; q0 < ve / V; q0 += 32 * YW2Y_UNROLL) {
         Pack<T> wp[YW2Y_UNROLL] = {};
 #pragma unroll
         for (int u = 0; u < YW2Y_UNROLL; ++u)
-            if (shared_w && q0 + 32 * u < ve / V) wp[u] = load_stream(shared_w + (q0 + 32 * u) * V);
-        for (int64_t b = b0; b < b1; ++b) {
-            const A yv = A(to_f(((const T*)a.x)[b * a.ldx + i]));
-            A ys[V];
+            if (shared_w && q0 + 32 * u < ve / V) wp[u] = load_pack(shared_w + (q0 + 32 * u) * V);
 #pragma unroll
-            for (int j = 0; j < V; ++j) ys[j] = yv;
-            const T* w = batch_weights<T>(a, b);
+        for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) {
+            if (b0 + j >= b1) break;
+            A yv[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) yv[e] = ys[j];
+            const T* w = batch_weights<T>(a, b0 + j);
 #pragma unroll
             for (int u = 0; u < YW2Y_UNROLL; ++u) {
                 const int64_t q = q0 + 32 * u;
                 if (q >= ve / V) continue;
-                const Pack<T> wv = a.aux ? load_stream(w + q * V) : wp[u];
-                blend_pack<T, A>((T*)a.y + b * a.ldy + q * V, wv, !w, ys, a);
+                const Pack<T> wv = a.aux ? load_pack(w + q * V) : wp[u];
+                blend_pack<T, A>((T*)a.y + (b0 + j) * a.ldy + q * V, wv, !w, yv, a);
             }
         }
     }
@@ -129,22 +135,41 @@ template <class T> __device__ void yw2y_columns(const Args& a) {
     }
 }
 
-// T: one thread per entry (grid-stride), a grid row per group of batches: the entry's weight
+// T: threads over the entries (grid-stride), a grid row per group of batches: an entry's weight
 // and column are read once for the group, then each batch gathers y and writes out. The gathers
 // bound it (one 32-byte L2 sector for 4 useful bytes: y is larger than L1 can keep), not DRAM:
-// 16-byte vectors with fewer, fuller threads ran 10-15 % slower (bench/NOTES.md).
+// 16-byte vectors with fewer, fuller threads ran 10-15 % slower (bench/NOTES.md). Each thread
+// keeps T_ENTRIES entries (a grid's stride apart) in flight: their columns, then their gathers
+// (5-8 % faster on the H200; the same in yw2y_t_by_column lost 2 %: its thread holds 8 batches).
+template <class T> constexpr int T_ENTRIES = sizeof(T) >= 8 ? 2 : 4;
+
 template <class T> __device__ void yw2y_t(const Args& a) {
     typedef typename AccOf<T>::type A;
+    constexpr int U = T_ENTRIES<T>;
     const int64_t threads = (int64_t)gridDim.x * blockDim.x;
     const T* shared_w = a.aux ? nullptr : (const T*)a.weights;
     for (int64_t b0 = blockIdx.y * YW2Y_BATCH_GROUP; b0 < a.batches; b0 += gridDim.y * YW2Y_BATCH_GROUP) {
         const int64_t b1 = group_end(a, b0);
-        for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < a.nnz; p += threads) {
-            const int c = a.indices[p];
-            const A w = weight_at<T, A>(a, shared_w, p);
+        for (int64_t p0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p0 < a.nnz; p0 += threads * U) {
+            int c[U];
+            A w[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int64_t p = p0 + u * threads;
+                c[u] = p < a.nnz ? a.indices[p] : 0;
+                w[u] = p < a.nnz ? weight_at<T, A>(a, shared_w, p) : A(0);
+            }
             for (int64_t b = b0; b < b1; ++b) {
-                const A wb = a.aux ? weight_at<T, A>(a, batch_weights<T>(a, b), p) : w;
-                blend((T*)a.y + b * a.ldy + p, wb * A(to_f(((const T*)a.x)[b * a.ldx + c])), a);
+                A ys[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) ys[u] = A(to_f(((const T*)a.x)[b * a.ldx + c[u]]));
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int64_t p = p0 + u * threads;
+                    if (p >= a.nnz) break;
+                    const A wb = a.aux ? weight_at<T, A>(a, batch_weights<T>(a, b), p) : w[u];
+                    blend((T*)a.y + b * a.ldy + p, wb * ys[u], a);
+                }
             }
         }
     }
@@ -348,7 +373,7 @@ template <class T> __device__ void yw2y_t_windows(const Args& a) {
 }
 
 #define YW2Y(T, TN)                                                                                    \
-    EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_t_##TN, (256), yw2y_t<T>)                \
+    EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_t_##TN, (256, 4), yw2y_t<T>)             \
     EVS_KERNEL(yw2y_columns_##TN, (256), yw2y_columns<T>)                                              \
     EVS_KERNEL(yw2y_t_by_column_##TN, (256), yw2y_t_by_column<T>)                                      \
     EVS_KERNEL(yw2y_t_windows_##TN, (WINDOW_THREADS, 1), yw2y_t_windows<T>)
