@@ -29,15 +29,15 @@ template <class T, class A> __device__ __forceinline__ A weight_at(const Args& a
     return w ? A(to_f(w[p])) : A(a.homo);
 }
 
-// out[0..V) = alpha * w[0..V) * y[0..V) + beta * out[0..V), one vector.
-template <class T, class A>
+// out[0..V) = alpha * w[0..V) * y[0..V) + beta * out[0..V), one vector (BETA: beta may be nonzero).
+template <class T, class A, bool BETA>
 __device__ __forceinline__ void blend_pack(T* out, const Pack<T>& w, bool homo, const A (&yv)[Pack<T>::V], const Args& a) {
     Pack<T> old, r;
-    if (a.beta != 0.0) old = *reinterpret_cast<const Pack<T>*>(out);
+    if (BETA && a.beta != 0.0) old = *reinterpret_cast<const Pack<T>*>(out);
 #pragma unroll
     for (int j = 0; j < Pack<T>::V; ++j) {
         A v = A(a.alpha) * ((homo ? A(a.homo) : A(to_f(w.e[j]))) * yv[j]);
-        if (a.beta != 0.0) v += A(a.beta) * A(to_f(old.e[j]));
+        if (BETA && a.beta != 0.0) v += A(a.beta) * A(to_f(old.e[j]));
         put(&r.e[j], v);
     }
     *reinterpret_cast<Pack<T>*>(out) = r;
@@ -66,8 +66,9 @@ template <class T> __device__ __forceinline__ bool group_vectors(const Args& a, 
 // the row's entries: a scalar head up to the first whole vector, the vectors, a scalar tail. The
 // stream is latency-bound on the warps an SM holds: at 61 registers (f32, 4 blocks an SM) it runs
 // 5 % faster than at 68 (3 blocks), and bounds that force 6 blocks spill and lose 25 %
-// (bench/probe_yw2y_n.cu, `lib` rows).
-template <class T> __device__ void yw2y_n(const Args& a) {
+// (bench/probe_yw2y_n.cu, `lib` rows). PLAIN (no per-batch weights, beta 0: the common call) drops
+// what those need from the vector loop: 46 registers (5 blocks), 22 % faster with 8 batches.
+template <class T, bool PLAIN> __device__ void yw2y_n_rows(const Args& a) {
     typedef typename AccOf<T>::type A;
     constexpr int V = Pack<T>::V;
     const int64_t groups = (a.batches + YW2Y_BATCH_GROUP - 1) / YW2Y_BATCH_GROUP, warp = warp_id();
@@ -86,15 +87,16 @@ template <class T> __device__ void yw2y_n(const Args& a) {
     A ys[YW2Y_BATCH_GROUP];
 #pragma unroll
     for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) ys[j] = __shfl_sync(0xffffffffu, y_lane, j);
+    const bool per_batch = !PLAIN && a.aux;
 #pragma unroll
     for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) {
         if (b0 + j >= b1) break;
-        const T* w = batch_weights<T>(a, b0 + j);
+        const T* w = per_batch ? batch_weights<T>(a, b0 + j) : (const T*)a.weights;
         T* out = (T*)a.y + (b0 + j) * a.ldy;
         if (begin + lane < vb) blend(out + begin + lane, weight_at<T, A>(a, w, begin + lane) * ys[j], a);
         for (int64_t p = ve + lane; p < end; p += 32) blend(out + p, weight_at<T, A>(a, w, p) * ys[j], a);
     }
-    const T* shared_w = a.aux ? nullptr : (const T*)a.weights;  // read once for the group
+    const T* shared_w = per_batch ? nullptr : (const T*)a.weights;  // read once for the group
     for (int64_t q0 = vb / V + lane; q0 < ve / V; q0 += 32 * YW2Y_UNROLL) {
         Pack<T> wp[YW2Y_UNROLL] = {};
 #pragma unroll
@@ -106,17 +108,20 @@ template <class T> __device__ void yw2y_n(const Args& a) {
             A yv[V];
 #pragma unroll
             for (int e = 0; e < V; ++e) yv[e] = ys[j];
-            const T* w = batch_weights<T>(a, b0 + j);
+            const T* w = per_batch ? batch_weights<T>(a, b0 + j) : (const T*)a.weights;
 #pragma unroll
             for (int u = 0; u < YW2Y_UNROLL; ++u) {
                 const int64_t q = q0 + 32 * u;
                 if (q >= ve / V) continue;
-                const Pack<T> wv = a.aux ? load_pack(w + q * V) : wp[u];
-                blend_pack<T, A>((T*)a.y + (b0 + j) * a.ldy + q * V, wv, !w, yv, a);
+                const Pack<T> wv = per_batch ? load_pack(w + q * V) : wp[u];
+                blend_pack<T, A, !PLAIN>((T*)a.y + (b0 + j) * a.ldy + q * V, wv, !w, yv, a);
             }
         }
     }
 }
+
+template <class T> __device__ void yw2y_n(const Args& a) { yw2y_n_rows<T, false>(a); }
+template <class T> __device__ void yw2y_n_plain(const Args& a) { yw2y_n_rows<T, true>(a); }
 
 // T with several batches (yw2y_t_by_column) gathers each entry's y from a copy of y by column
 // (a.out2, written by yw2y_columns): each column's group of YW2Y_BATCH_GROUP batches side by
@@ -373,7 +378,8 @@ template <class T> __device__ void yw2y_t_windows(const Args& a) {
 }
 
 #define YW2Y(T, TN)                                                                                    \
-    EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_t_##TN, (256, 4), yw2y_t<T>)             \
+    EVS_KERNEL(yw2y_n_##TN, (256), yw2y_n<T>) EVS_KERNEL(yw2y_n_plain_##TN, (256), yw2y_n_plain<T>)    \
+    EVS_KERNEL(yw2y_t_##TN, (256, 4), yw2y_t<T>)                                                       \
     EVS_KERNEL(yw2y_columns_##TN, (256), yw2y_columns<T>)                                              \
     EVS_KERNEL(yw2y_t_by_column_##TN, (256), yw2y_t_by_column<T>)                                      \
     EVS_KERNEL(yw2y_t_windows_##TN, (WINDOW_THREADS, 1), yw2y_t_windows<T>)

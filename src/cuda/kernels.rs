@@ -59,6 +59,7 @@ families! {
     SCALE = "scale",
     SCALE_LONG_ROWS = "scale_long_rows",
     YW2Y_N = "yw2y_n",
+    YW2Y_N_PLAIN = "yw2y_n_plain",
     YW2Y_T = "yw2y_t",
     YW2Y_T_WINDOWS = "yw2y_t_windows",
     YW2Y_COLUMNS = "yw2y_columns",

@@ -562,7 +562,12 @@ pub fn yw2y(
     let (t, groups) = (Some(a.dtype), batches.div_ceil(YW2Y_BATCH_GROUP));
     match alg {
         Yw2y::Reference => Err(cpu_only(alg)),
-        Yw2y::RowWarp => gpu.launch(stream, gpu.kernel(YW2Y_N, t, None)?, Grid::warps((a.m * groups) as u64), &args),
+        Yw2y::RowWarp => {
+            // the kernel without per-batch weights and beta where the call has neither: fewer
+            // registers, more warps to hide each row's loads (kernels/yw2y.cu)
+            let family = if bw.is_none() && beta == 0.0 { YW2Y_N_PLAIN } else { YW2Y_N };
+            gpu.launch(stream, gpu.kernel(family, t, None)?, Grid::warps((a.m * groups) as u64), &args)
+        }
         Yw2y::EntryThread => {
             // a thread per entry (grid-stride), a grid row per group of batches; several batches
             // gather from a copy of y by column, each column's group side by side
