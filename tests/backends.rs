@@ -452,6 +452,44 @@ fn spmv_and_spmm_t_match_cpu() {
     p.each_algorithm::<plan::SpmmT>(|p| (0..2).for_each(|_| spmm_cases(p, Op::T)));
 }
 
+/// The CPU gathers (spmm N `row_ranges`, T `csc_gather`) on a B read often enough that they
+/// copy it to rows on cache lines first: B a view whose rows start anywhere (ld n + 1, one
+/// element in) or on lines (ld a multiple of 16), n past one 64-column panel and with a partial
+/// one, every dtype, float and event inputs, each against the reference.
+#[test]
+fn cpu_gathers_on_misaligned_inputs_match_reference() {
+    let mut p = Pair::new();
+    if p.on_gpu() {
+        return;
+    }
+    p.dev.0.forced.apply("spmm_n:row_ranges,spmm_t:csc_gather").unwrap();
+    for (case, t) in FLOATS.into_iter().enumerate() {
+        // 24 entries a row over 40 columns: each input row is read 36 (N) or 24 (T) times
+        let pat = uniform_pattern(&mut p.rng, (60, 40), 24);
+        let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, case % 2 == 0);
+        for op in [Op::N, Op::T] {
+            p.forced = Some(if op == Op::N { "spmm_n:row_ranges" } else { "spmm_t:csc_gather" });
+            let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
+            for (n, (ld, offset)) in [(64, (65, 1)), (70, (80, 0)), (130, (131, 1)), (130, (144, 0))] {
+                for (kind, xt) in input_kinds(t).into_iter().take(2) {
+                    let values =
+                        if kind == InputKind::Float { p.values(rows_in * n, 0) } else { p.events(xt, rows_in * n) };
+                    let b = p.placed(xt, (2, rows_in, n, ld), offset, &values);
+                    let (alpha, beta) = scalars(&mut p);
+                    let c = p.output(t, (2, rows_out, n), beta);
+                    let what = format!("gather {op:?} {kind:?} {} n={n} ld={ld} offset={offset}", xt.name());
+                    if p.ran(&what, ops::spmm(&p.dev.1, op, kind, alpha, &dev_a, &b.view.dev, beta, &c.dev, false)) {
+                        ops::spmm(&p.cpu.1, op, kind, alpha, &cpu_a, &b.view.cpu, beta, &c.cpu, false).unwrap();
+                        p.compare(&what, &c);
+                    }
+                }
+            }
+        }
+    }
+    p.dev.0.forced.apply("spmm_n:auto,spmm_t:auto").unwrap();
+    p.forced = None;
+}
+
 /// spmv N on event vectors with `output_slices` forced: slices 128 and 1,024 rows wide (the last
 /// one partial), up to `N_SLICE_INPUTS` columns, unsorted rows with duplicates, every dtype,
 /// homo and hetero, every event dtype (negative floats inactive), and no event, few (the

@@ -10,7 +10,7 @@
 //! that grows to the largest call and is reused, so a repeated call allocates nothing.
 
 use super::sparse::{self, EntryWeights};
-use super::{counts_of, event_value, pack_into, with_input, Blend, PerThread, Scratch};
+use super::{counts_of, event_value, with_input, Blend, PerThread, Scratch};
 use crate::core::context::Stream;
 use crate::core::csr::{with_index, Analysis, Csr, CsrView, Index};
 use crate::core::dense::Dense;
@@ -24,9 +24,18 @@ use rayon::prelude::*;
 use std::cell::RefCell;
 use std::ops::Range;
 
-/// Columns of the input one pass over a row's entries accumulates: 128 f32 are eight AVX-512
-/// registers, 128 f64 sixteen (of 32).
-const PANEL: usize = 128;
+/// Columns of the input one pass over a row's entries accumulates: 64 f32 are four AVX-512
+/// registers, 64 f64 eight (of 32). A row of 128 f32 in two passes of 64 ran 15 % faster than in
+/// one of 128 on Zen 5 (bench/NOTES.md, "CPU: spmm's gather on Zen 5").
+const PANEL: usize = 64;
+
+/// Where an input row starts for the gathers: on a cache line, since a vector load across two
+/// lines costs two (a misaligned B made the gather 1.3x slower on Zen 5).
+const ROW_ALIGN: usize = 64;
+
+/// Entries a gather reads per input row from which a misaligned float input is copied to rows
+/// on `ROW_ALIGN` first: the copy reads and writes each row once.
+const ALIGNED_COPY_MIN_READS: usize = 16;
 
 /// Row ranges per thread: more than one, so that a range that runs slow is shared out.
 const RANGES_PER_THREAD: usize = 4;
@@ -70,7 +79,7 @@ where
                     }
                     // row_ranges or input_blocks (`decide` lets no GPU algorithm through)
                     alg => {
-                        let input = Input::of::<T>(p.x, p.kind, gathered)?;
+                        let input = Input::of::<T>(p.x, p.kind, a.nnz / p.x.rows.max(1), gathered)?;
                         let blocks = (alg == SpmmN::InputBlocks).then(|| InputBlocks::for_rows::<T::Acc>(p.x.cols));
                         let w = EntryWeights::of(a);
                         // SAFETY (views): P is the index type; host memory.
@@ -92,7 +101,7 @@ where
                     // weights in CSC order where the matrix keeps them, else through the
                     // permutation
                     alg => {
-                        let input = Input::of::<T>(p.x, p.kind, gathered)?;
+                        let input = Input::of::<T>(p.x, p.kind, a.nnz / p.x.rows.max(1), gathered)?;
                         let blocks = (alg == SpmmT::InputBlocks).then(|| InputBlocks::for_rows::<T::Acc>(p.x.cols));
                         match a.csc_weights() {
                             Some(csc) => {
@@ -188,21 +197,27 @@ pub struct Buffers<A> {
 // ---------------------------------------------------------------- inputs
 
 /// The input as rows of accumulator values: the caller's array itself when it holds floats of
-/// the accumulator's type, else a packed copy in a scratch buffer.
+/// the accumulator's type with its rows on `ROW_ALIGN` (or rows shorter than a line, or too few
+/// `reads`, the entries the gather reads per input row, to pay for a copy), else a copy in a
+/// scratch buffer with its rows on `ROW_ALIGN`.
 struct Input<'a, A> {
     data: &'a [A],
     ld: usize,
 }
 
 impl<'a, A: Acc> Input<'a, A> {
-    fn of<T: Float<Acc = A>>(x: &'a Dense, kind: InputKind, buf: &'a mut Vec<A>) -> Result<Input<'a, A>> {
+    fn of<T: Float<Acc = A>>(x: &'a Dense, kind: InputKind, reads: usize, buf: &'a mut Vec<A>) -> Result<Input<'a, A>> {
         if kind == InputKind::Float && x.dtype == T::DTYPE && matches!(x.dtype, DType::F32 | DType::F64) {
             // SAFETY: f32 and f64 are their own accumulator type, so x holds A; host memory.
-            return Ok(Input { data: unsafe { x.slice::<A>() }, ld: x.ld });
+            let data = unsafe { x.slice::<A>() };
+            let on_lines =
+                data.as_ptr().align_offset(ROW_ALIGN) == 0 && (x.ld * std::mem::size_of::<A>()) % ROW_ALIGN == 0;
+            if on_lines || line_elements::<A>(x.cols).is_none() || reads < ALIGNED_COPY_MIN_READS {
+                return Ok(Input { data, ld: x.ld });
+            }
         }
-        buf.clear();
-        with_input!(x.dtype, kind, T, f => pack_into(x, buf, f));
-        Ok(Input { data: buf, ld: x.cols })
+        let (first, ld) = with_input!(x.dtype, kind, T, f => pack_rows(x, buf, f));
+        Ok(Input { data: &buf[first..], ld })
     }
 
     #[inline]
@@ -215,6 +230,31 @@ impl<'a, A: Acc> Input<'a, A> {
     fn panel(&self, r: usize, p0: usize) -> &[A; PANEL] {
         self.data[r * self.ld + p0..][..PANEL].try_into().expect("a panel")
     }
+}
+
+/// The elements of A a cache line holds, where rows of `cols` span one (shorter rows gain
+/// nothing from starting on a line).
+fn line_elements<A>(cols: usize) -> Option<usize> {
+    let line = ROW_ALIGN / std::mem::size_of::<A>();
+    (cols >= line).then_some(line)
+}
+
+/// x's rows converted by `f` into `out`, each starting on `ROW_ALIGN` (zeros between them) where
+/// they span a line, else packed: the position of row 0 in `out` and the distance between rows.
+fn pack_rows<T: Copy, A: Acc>(x: &Dense, out: &mut Vec<A>, f: impl Fn(T) -> A) -> (usize, usize) {
+    let line = line_elements::<A>(x.cols);
+    let ld = line.map_or(x.cols, |line| x.cols.next_multiple_of(line));
+    out.clear();
+    out.reserve(x.rows * ld + line.unwrap_or(0));
+    let first = line.map_or(0, |line| out.as_ptr().align_offset(ROW_ALIGN).min(line));
+    out.resize(first, A::ZERO);
+    // SAFETY: callers pick T from x.dtype; CPU arrays are host memory.
+    let data = unsafe { x.slice::<T>() };
+    for r in (0..x.rows).filter(|_| x.cols > 0) {
+        out.extend(data[r * x.ld..r * x.ld + x.cols].iter().map(|&v| f(v)));
+        out.resize(first + (r + 1) * ld, A::ZERO);
+    }
+    (first, ld)
 }
 
 /// The input rows holding a non-zero (a live event), with their values packed in order.

@@ -194,7 +194,11 @@ mod tests {
             assert_eq!(declared, allowed, "{}: declare kernels with the EVS_*KERNEL macros", path.display());
         }
         let common = std::fs::read_to_string(format!("{dir}/common.cuh")).unwrap();
-        assert_eq!(common.matches("wait_for_prior_grids();").count(), 6, "the five plain entry macros wait first, and enter_after_loads");
+        assert_eq!(
+            common.matches("wait_for_prior_grids();").count(),
+            6,
+            "the five plain entry macros wait first, and enter_after_loads"
+        );
         // kernels that load before the wait enter through enter_after_loads: the plain gathers
         let sparse = std::fs::read_to_string(format!("{dir}/sparse.cu")).unwrap();
         assert_eq!(sparse.matches("EVS_KERNEL_LOADS_FIRST(").count(), 2);
