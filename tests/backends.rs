@@ -455,7 +455,8 @@ fn spmv_and_spmm_t_match_cpu() {
 /// The CPU gathers (spmm N `row_ranges`, T `csc_gather`) on a B read often enough that they
 /// copy it to rows on cache lines first: B a view whose rows start anywhere (ld n + 1, one
 /// element in) or on lines (ld a multiple of 16), n past one 64-column panel and with a partial
-/// one, every dtype, float and event inputs, each against the reference.
+/// one, and partial panels of every part (61 = 32 + 16 + 8 + 4 + 1 columns), every dtype, float
+/// and event inputs, each against the reference.
 #[test]
 fn cpu_gathers_on_misaligned_inputs_match_reference() {
     let mut p = Pair::new();
@@ -470,7 +471,9 @@ fn cpu_gathers_on_misaligned_inputs_match_reference() {
         for op in [Op::N, Op::T] {
             p.forced = Some(if op == Op::N { "spmm_n:row_ranges" } else { "spmm_t:csc_gather" });
             let (rows_in, rows_out) = if op == Op::N { (pat.k, pat.m) } else { (pat.m, pat.k) };
-            for (n, (ld, offset)) in [(64, (65, 1)), (70, (80, 0)), (130, (131, 1)), (130, (144, 0))] {
+            for (n, (ld, offset)) in
+                [(64, (65, 1)), (70, (80, 0)), (130, (131, 1)), (130, (144, 0)), (29, (29, 0)), (61, (63, 1))]
+            {
                 for (kind, xt) in input_kinds(t).into_iter().take(2) {
                     let values =
                         if kind == InputKind::Float { p.values(rows_in * n, 0) } else { p.events(xt, rows_in * n) };

@@ -225,10 +225,10 @@ impl<'a, A: Acc> Input<'a, A> {
         &self.data[r * self.ld..]
     }
 
-    /// Columns `p0..p0 + PANEL` of row `r`.
+    /// Columns `p0..p0 + W` of row `r`.
     #[inline(always)]
-    fn panel(&self, r: usize, p0: usize) -> &[A; PANEL] {
-        self.data[r * self.ld + p0..][..PANEL].try_into().expect("a panel")
+    fn panel<const W: usize>(&self, r: usize, p0: usize) -> &[A; W] {
+        self.data[r * self.ld + p0..][..W].try_into().expect("a panel")
     }
 }
 
@@ -722,7 +722,10 @@ thread_local! {
 }
 
 /// Adds the entries at `span` into `sums`, columns `p0..p0 + sums.len()` (at most a panel) of
-/// an output row; the input rows `AHEAD` entries on, below `limit`, are fetched meanwhile.
+/// an output row; the input rows `AHEAD` entries on, below `limit`, are fetched meanwhile. A
+/// full panel, and in a partial one its parts of 32, 16, 8 and 4 columns, add in vector registers
+/// (`full_panel`), a pass each; the last few columns element by element (sums kept in memory
+/// cost 40 % on an f64 row of 32: bench/NOTES.md, "CPU: spmm's gather on Zen 5").
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn add_panel<T: Float, G: Lines>(
@@ -734,69 +737,106 @@ fn add_panel<T: Float, G: Lines>(
     p0: usize,
     sums: &mut [T::Acc],
 ) {
-    if let Ok(panel) = <&mut [T::Acc; PANEL]>::try_from(&mut *sums) {
-        *panel = full_panel(g, span, limit, w, input, p0, *panel);
-        return;
-    }
+    let mut done = registers::<T, G, PANEL>(g, &span, limit, w, input, p0, sums);
+    done += registers::<T, G, 32>(g, &span, limit, w, input, p0 + done, &mut sums[done..]);
+    done += registers::<T, G, 16>(g, &span, limit, w, input, p0 + done, &mut sums[done..]);
+    done += registers::<T, G, 8>(g, &span, limit, w, input, p0 + done, &mut sums[done..]);
+    done += registers::<T, G, 4>(g, &span, limit, w, input, p0 + done, &mut sums[done..]);
+    let (sums, p0) = (&mut sums[done..], p0 + done);
     let width = sums.len();
-    let ahead = |pos: usize| {
-        if pos + AHEAD < limit {
-            prefetch(&input.row(g.across(pos + AHEAD))[p0..][..width]);
-            if G::SCATTERED_WEIGHTS {
-                w.prefetch(g.weight(pos + AHEAD));
+    match width {
+        0 => {}
+        1 => {
+            let mut sum = sums[0];
+            for pos in span {
+                fetch_ahead(g, w, input, limit, pos, p0..p0 + 1);
+                sum = sum + w.at(g.weight(pos)) * input.row(g.across(pos))[p0];
+            }
+            sums[0] = sum;
+        }
+        _ => {
+            for pos in span {
+                fetch_ahead(g, w, input, limit, pos, p0..p0 + width);
+                let (wj, src) = (w.at(g.weight(pos)), &input.row(g.across(pos))[p0..][..width]);
+                sums.iter_mut().zip(src).for_each(|(a, &v)| *a = *a + wj * v);
             }
         }
-    };
-    if width == 1 {
-        let mut sum = sums[0];
-        for pos in span {
-            ahead(pos);
-            sum = sum + w.at(g.weight(pos)) * input.row(g.across(pos))[p0];
-        }
-        sums[0] = sum;
-        return;
-    }
-    for pos in span {
-        ahead(pos);
-        let (wj, src) = (w.at(g.weight(pos)), &input.row(g.across(pos))[p0..][..width]);
-        sums.iter_mut().zip(src).for_each(|(a, &v)| *a = *a + wj * v);
     }
 }
 
-/// `acc` plus the products of one full panel (columns `p0..p0 + PANEL`) over the entries at
-/// `span`, indexed by constants only, so that they stay in vector registers. The entries whose
-/// input row `AHEAD` on is fetched run apart from the rest, so that neither loop tests for it.
+/// Asks for the input row's `columns` of the entry `AHEAD` after `pos` (and its weight where the
+/// weights lie scattered), below `limit`. A function, not a closure: see `add_row`.
 #[inline(always)]
-fn full_panel<T: Float, G: Lines>(
+fn fetch_ahead<T: Float, G: Lines>(
+    g: &G,
+    w: &EntryWeights<T>,
+    input: &Input<T::Acc>,
+    limit: usize,
+    pos: usize,
+    columns: Range<usize>,
+) {
+    if pos + AHEAD < limit {
+        prefetch(&input.row(g.across(pos + AHEAD))[columns]);
+        if G::SCATTERED_WEIGHTS {
+            w.prefetch(g.weight(pos + AHEAD));
+        }
+    }
+}
+
+/// `full_panel` of the first `W` columns of `sums` where there are that many: the columns added.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn registers<T: Float, G: Lines, const W: usize>(
+    g: &G,
+    span: &Range<usize>,
+    limit: usize,
+    w: &EntryWeights<T>,
+    input: &Input<T::Acc>,
+    p0: usize,
+    sums: &mut [T::Acc],
+) -> usize {
+    let Some(part) = sums.get_mut(..W) else { return 0 };
+    let part: &mut [T::Acc; W] = part.try_into().expect("W columns");
+    *part = full_panel(g, span.clone(), limit, w, input, p0, *part);
+    W
+}
+
+/// `acc` plus the products of `W` columns from `p0` over the entries at `span`, indexed by
+/// constants only, so that they stay in vector registers. The entries whose input row `AHEAD`
+/// on is fetched run apart from the rest, so that neither loop tests for it.
+#[inline(always)]
+fn full_panel<T: Float, G: Lines, const W: usize>(
     g: &G,
     span: Range<usize>,
     limit: usize,
     w: &EntryWeights<T>,
     input: &Input<T::Acc>,
     p0: usize,
-    mut acc: [T::Acc; PANEL],
-) -> [T::Acc; PANEL] {
-    let mut add = |pos: usize, r: usize| {
-        let src = input.panel(r, p0);
-        let wj = w.at(g.weight(pos));
-        for c in 0..PANEL {
-            acc[c] = acc[c] + wj * src[c];
-        }
-    };
+    mut acc: [T::Acc; W],
+) -> [T::Acc; W] {
     let split = limit.saturating_sub(AHEAD).clamp(span.start, span.end);
     let fetched = span.start..split;
     let ahead = if split > span.start { span.start + AHEAD..split + AHEAD } else { split..split };
     for ((pos, r), next) in fetched.clone().zip(g.across_run(fetched)).zip(g.across_run(ahead)) {
-        prefetch_panel(input.panel(next, p0));
+        prefetch_panel(input.panel::<W>(next, p0));
         if G::SCATTERED_WEIGHTS && pos + WEIGHTS_AHEAD < limit {
             w.prefetch(g.weight(pos + WEIGHTS_AHEAD));
         }
-        add(pos, r);
+        add_row(&mut acc, w.at(g.weight(pos)), input.panel(r, p0));
     }
     for (pos, r) in (split..span.end).zip(g.across_run(split..span.end)) {
-        add(pos, r);
+        add_row(&mut acc, w.at(g.weight(pos)), input.panel(r, p0));
     }
     acc
+}
+
+/// `acc += wj * src`, column by column (a function, not a closure: a closure the compiler does
+/// not inline is built without the caller's instruction set, as `full_panel::<32>`'s was).
+#[inline(always)]
+fn add_row<A: Acc, const W: usize>(acc: &mut [A; W], wj: A, src: &[A; W]) {
+    for c in 0..W {
+        acc[c] = acc[c] + wj * src[c];
+    }
 }
 
 /// `full_panel` of columns `0..PANEL` over the entries at the start of `span` whose input rows
@@ -820,16 +860,13 @@ fn full_panel_in_block<T: Float, G: Lines>(
         if pos + AHEAD < span.end {
             let next = g.across(pos + AHEAD);
             if next < block_end {
-                prefetch_panel(input.panel(next, 0));
+                prefetch_panel(input.panel::<PANEL>(next, 0));
             }
         }
         if G::SCATTERED_WEIGHTS && pos + WEIGHTS_AHEAD < span.end {
             w.prefetch(g.weight(pos + WEIGHTS_AHEAD));
         }
-        let (src, wj) = (input.panel(r, 0), w.at(g.weight(pos)));
-        for c in 0..PANEL {
-            acc[c] = acc[c] + wj * src[c];
-        }
+        add_row(&mut acc, w.at(g.weight(pos)), input.panel(r, 0));
         pos += 1;
     }
     (acc, pos)
@@ -846,11 +883,11 @@ fn prefetch_element<A>(element: &A) {
     }
 }
 
-/// Asks for the cache lines of one full panel (a fixed count: no loop left at run time).
+/// Asks for the cache lines of one panel (a fixed count: no loop left at run time).
 #[inline(always)]
-fn prefetch_panel<A>(panel: &[A; PANEL]) {
+fn prefetch_panel<A, const W: usize>(panel: &[A; W]) {
     #[cfg(target_arch = "x86_64")]
-    for line in 0..std::mem::size_of::<[A; PANEL]>() / 64 {
+    for line in 0..std::mem::size_of::<[A; W]>().div_ceil(64) {
         // SAFETY: a prefetch of an address inside `panel`; it reads nothing architecturally.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
