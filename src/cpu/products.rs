@@ -79,7 +79,7 @@ where
                     }
                     // row_ranges or input_blocks (`decide` lets no GPU algorithm through)
                     alg => {
-                        let input = Input::of::<T>(p.x, p.kind, a.nnz / p.x.rows.max(1), gathered)?;
+                        let input = Input::of::<T>(p.x, p.kind, a.nnz, gathered)?;
                         let blocks = (alg == SpmmN::InputBlocks).then(|| InputBlocks::for_rows::<T::Acc>(p.x.cols));
                         let w = EntryWeights::of(a);
                         // SAFETY (views): P is the index type; host memory.
@@ -101,7 +101,7 @@ where
                     // weights in CSC order where the matrix keeps them, else through the
                     // permutation
                     alg => {
-                        let input = Input::of::<T>(p.x, p.kind, a.nnz / p.x.rows.max(1), gathered)?;
+                        let input = Input::of::<T>(p.x, p.kind, a.nnz, gathered)?;
                         let blocks = (alg == SpmmT::InputBlocks).then(|| InputBlocks::for_rows::<T::Acc>(p.x.cols));
                         match a.csc_weights() {
                             Some(csc) => {
@@ -198,21 +198,26 @@ pub struct Buffers<A> {
 
 /// The input as rows of accumulator values: the caller's array itself when it holds floats of
 /// the accumulator's type with its rows on `ROW_ALIGN` (or rows shorter than a line, or too few
-/// `reads`, the entries the gather reads per input row, to pay for a copy), else a copy in a
-/// scratch buffer with its rows on `ROW_ALIGN`.
+/// of the gather's `entries` per input row to pay for a copy), else a copy in a scratch buffer
+/// with its rows on `ROW_ALIGN`.
 struct Input<'a, A> {
     data: &'a [A],
     ld: usize,
 }
 
 impl<'a, A: Acc> Input<'a, A> {
-    fn of<T: Float<Acc = A>>(x: &'a Dense, kind: InputKind, reads: usize, buf: &'a mut Vec<A>) -> Result<Input<'a, A>> {
+    fn of<T: Float<Acc = A>>(
+        x: &'a Dense,
+        kind: InputKind,
+        entries: usize,
+        buf: &'a mut Vec<A>,
+    ) -> Result<Input<'a, A>> {
         if kind == InputKind::Float && x.dtype == T::DTYPE && matches!(x.dtype, DType::F32 | DType::F64) {
             // SAFETY: f32 and f64 are their own accumulator type, so x holds A; host memory.
             let data = unsafe { x.slice::<A>() };
             let on_lines =
                 data.as_ptr().align_offset(ROW_ALIGN) == 0 && (x.ld * std::mem::size_of::<A>()) % ROW_ALIGN == 0;
-            if on_lines || line_elements::<A>(x.cols).is_none() || reads < ALIGNED_COPY_MIN_READS {
+            if on_lines || line_elements::<A>(x.cols).is_none() || entries / x.rows.max(1) < ALIGNED_COPY_MIN_READS {
                 return Ok(Input { data, ld: x.ld });
             }
         }
