@@ -738,11 +738,11 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 #define NONZERO_COLS 128
 #define NONZERO_SLOT_PAIRS 32
 #define LISTS_AT_ONCE 4         // lists a part loads at once (8 was slower)
-// Blocks an SM of the lists' product: T 4 (64 registers a thread; f64 3, 80 registers), N 3
-// (80 registers). 4 blocks made T 4-8 % faster, but f16 and bf16 N 11-22 % slower, and f32 N
-// spills at 64 (bench/NOTES.md, "the branches rebuilt").
+// Blocks an SM of the lists' product, N and T: 4 (64 registers a thread; f64 3, 80 registers).
+// With the lists addressed by 32-bit offsets (listed_batch) N fits 64 registers too, and its
+// fourth block took 10 % off N at 2-5 % and 2-4 % at 256 columns and 1000 a row, the same at 10 %
+// (bench/NOTES.md, "spmm lists' chunk loop in fewer instructions").
 #define LISTS_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 3 : 4)
-#define LISTS_N_BLOCKS_PER_SM 3
 #define LISTS_NEAR_BYTES (24 << 20)  // slots that stay in L2 (50 MB) beside A and C
 #define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
 
@@ -837,22 +837,25 @@ __device__ __forceinline__ void add_listed(const Listed<T> (&p)[LISTS_AT_ONCE], 
 // (position 0) with its first pairs, and the round's longest count bounds the chunks after it,
 // so a round waits one memory trip per chunk of its longest list (bench/NOTES.md, "the lists in
 // chunks", "the count with the chunks").
+// The slots are `slots` from pair `first` on (this block's 128 columns), `stride` pairs a row of B.
 template <class T, int LANES, int COLS, class A>
-__device__ __forceinline__ void listed_batch(const Args& a, int count, const Listed<T>* slots, int64_t stride, int src,
-                                             A w, A* mine) {
+__device__ __forceinline__ void listed_batch(const Args& a, int count, const Listed<T>* slots, unsigned first,
+                                             int64_t stride, int src, A w, A* mine) {
     constexpr int PARTS = 32 / LANES, COPIES = lists_copies<T, LANES, COLS>();
     const int part = lane_id() / LANES, sub = lane_id() % LANES;
     for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
         int s[LISTS_AT_ONCE];
         A we[LISTS_AT_ONCE];
         Listed<T> p[LISTS_AT_ONCE];
+        unsigned at[LISTS_AT_ONCE];  // where this lane's pair of list u lies in `slots`: one IMAD.WIDE a load (lists_mm)
 #pragma unroll
         for (int u = 0; u < LISTS_AT_ONCE; u++) {
             const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32
             s[u] = __shfl_sync(0xffffffffu, src, e);
             we[u] = __shfl_sync(0xffffffffu, w, e);
+            at[u] = (unsigned)s[u] * (unsigned)stride + first + sub;
             p[u] = {0, T(0)};
-            if (e < count) p[u] = slots[s[u] * stride + sub];
+            if (e < count) p[u] = slots[at[u]];
         }
         int h[LISTS_AT_ONCE], most = 0;
         bool take[LISTS_AT_ONCE];
@@ -873,7 +876,8 @@ __device__ __forceinline__ void listed_batch(const Args& a, int count, const Lis
 #pragma unroll
             for (int u = 0; u < LISTS_AT_ONCE; u++) {
                 take[u] = j <= h[u];
-                if (take[u]) p[u] = slots[s[u] * stride + j];
+                at[u] += LANES;
+                if (take[u]) p[u] = slots[at[u]];
             }
             add_listed<COPIES, PARTS * COLS>(p, we, take, mine);
         }
@@ -894,7 +898,7 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
     __syncwarp();
     const int64_t begin = Walk::begin(a, i), end = Walk::end(a, i);
     // N with slots past L2's reach: the fetch, a batch ahead, asks L2 for each entry's chunk 0
-    // (T's 4 blocks an SM cover that latency, and its 64 registers would spill).
+    // (measured with N at 3 blocks an SM; T's registers would spill with it).
     const bool far = std::is_same<Walk, CsrWalk>::value && Walk::sources(a) * stride * (int64_t)sizeof(Listed<T>) > LISTS_NEAR_BYTES;
     auto fetch = [&](int64_t base, int& src, A& w) {  // lane e: entry base + e; sources are int indices
         src = 0, w = 0;
@@ -912,7 +916,8 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
         A next_w;
         fetch(base + 32, next_src, next_w);
         const int count = (int)min((int64_t)32, end - base);
-        listed_batch<T, LANES, COLS>(a, count, slots, stride, src, w, sums + (lane / LANES) * COLS);
+        listed_batch<T, LANES, COLS>(a, count, (const Listed<T>*)a.aux, blockIdx.y * NONZERO_SLOT_PAIRS, stride, src, w,
+                                     sums + (lane / LANES) * COLS);
         src = next_src, w = next_w;
     }
     __syncwarp();
@@ -956,7 +961,9 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     typedef typename AccOf<T>::type A;
     __shared__ A sums[BLOCK_WARPS][LISTS_SUMS];
     const int64_t nonzeros = nonzeros_listed(a), b_rows = Walk::sources(a);
-    const bool pay = lists_pay<T>(a, nonzeros, b_rows);
+    // listed_batch addresses the slots by 32-bit offsets: past them (B of some 134 M rows) the gather runs
+    const bool addressable = b_rows * a.ldaux * NONZERO_SLOT_PAIRS <= (int64_t)UINT32_MAX;
+    const bool pay = addressable && lists_pay<T>(a, nonzeros, b_rows);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) ((int*)a.out2)[a.lines] = pay;  // lists_ran
     if (!pay) return;  // the gather's launch runs the product
     A* mine = sums[threadIdx.x / 32];
@@ -1010,7 +1017,7 @@ CSC_KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<
 EVS_FOR_FLOATS(BITS)
 #define LISTS(T, TN)                                        \
     KERNEL(list_nonzeros_##TN, list_nonzeros<T>)            \
-    EVS_KERNEL(spmm_n_lists_##TN, (BLOCK_THREADS, LISTS_N_BLOCKS_PER_SM), (lists_mm<T, CsrWalk>)) \
+    EVS_KERNEL(spmm_n_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM(T)), (lists_mm<T, CsrWalk>)) \
     EVS_CSC_KERNEL(spmm_t_lists_##TN, (BLOCK_THREADS, LISTS_BLOCKS_PER_SM(T)), (lists_mm<T, CscWalk>))
 EVS_FOR_FLOATS(LISTS)
 #define PACK(In, InN) KERNEL(pack_events_##InN, pack_events<In>)

@@ -371,15 +371,15 @@ fn nonzero_lists(s: &Stream, (lists, gather): (Family, Family), p: &Product, arg
     let chosen = Args { out2: counts, lines: blocks as i64, ..args };
     let product = Args { aux: scratch.ptr, ldaux: tiles as i64, ..chosen };
     let lists_grid =
-        one_wave(gpu, Grid::warps_by_columns(lines as u64, n, NONZERO_COLS), lists_blocks_per_sm(lists, p.a.dtype));
+        one_wave(gpu, Grid::warps_by_columns(lines as u64, n, NONZERO_COLS), lists_blocks_per_sm(p.a.dtype));
     gpu.launch(stream, gpu.kernel(lists, t, None)?, lists_grid, &product)?;
     gpu.launch(stream, gpu.kernel(gather, t, Some(p.x.dtype))?, warp_grid(lines, p.y.cols), &chosen)
 }
 
-/// Blocks an SM holds at once of the lists' product (kernels/sparse.cu, LISTS_BLOCKS_PER_SM and
-/// LISTS_N_BLOCKS_PER_SM).
-fn lists_blocks_per_sm(lists: Family, t: DType) -> u64 {
-    if lists == SPMM_N_LISTS || t.size() == 8 {
+/// Blocks an SM holds at once of the lists' product, N and T (kernels/sparse.cu,
+/// LISTS_BLOCKS_PER_SM).
+fn lists_blocks_per_sm(t: DType) -> u64 {
+    if t.size() == 8 {
         3
     } else {
         4
