@@ -88,10 +88,12 @@ template <class T, bool PLAIN> __device__ void yw2y_n_rows(const Args& a) {
 #pragma unroll
     for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) ys[j] = __shfl_sync(0xffffffffu, y_lane, j);
     const bool per_batch = !PLAIN && a.aux;
+    // batch b0 + j's weights
+    auto weights_of = [&](int j) { return per_batch ? batch_weights<T>(a, b0 + j) : (const T*)a.weights; };
 #pragma unroll
     for (int j = 0; j < YW2Y_BATCH_GROUP; ++j) {
         if (b0 + j >= b1) break;
-        const T* w = per_batch ? batch_weights<T>(a, b0 + j) : (const T*)a.weights;
+        const T* w = weights_of(j);
         T* out = (T*)a.y + (b0 + j) * a.ldy;
         if (begin + lane < vb) blend(out + begin + lane, weight_at<T, A>(a, w, begin + lane) * ys[j], a);
         for (int64_t p = ve + lane; p < end; p += 32) blend(out + p, weight_at<T, A>(a, w, p) * ys[j], a);
@@ -108,7 +110,7 @@ template <class T, bool PLAIN> __device__ void yw2y_n_rows(const Args& a) {
             A yv[V];
 #pragma unroll
             for (int e = 0; e < V; ++e) yv[e] = ys[j];
-            const T* w = per_batch ? batch_weights<T>(a, b0 + j) : (const T*)a.weights;
+            const T* w = weights_of(j);
 #pragma unroll
             for (int u = 0; u < YW2Y_UNROLL; ++u) {
                 const int64_t q = q0 + 32 * u;
