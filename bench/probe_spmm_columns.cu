@@ -4,7 +4,9 @@
 // B[k, j] != 0, where line_k is column k of A (N, the CSC mirror) or row k (T, the CSR rows),
 // summed in shared memory (m floats) and written once. B's column is read 32 rows at a time and
 // balloted, so zeros cost a ballot bit, and A's lines stream coalesced. Variants:
-//   walk  : a warp walks each live line in turn, UNROLL loads of 32 entries in flight
+//   walk  : a warp walks each live line in turn, UNROLL loads of 32 entries in flight; NEXT loads
+//           the next 32 rows of B before walking these; RACY adds without the CAS loop (wrong
+//           sums: what the atomics cost)
 //   flat  : a warp's 32 rows of B are one flat run of entries over their live lines (a scan of
 //           the lengths, a 5-step search per entry), UNROLL x 32 entries in flight
 // Shapes from the arguments: rows per A row (200), columns n (128), B's nonzero share (0.1),
@@ -199,5 +201,6 @@ int main(int argc, char** argv) {
             run("next8", walk<8, false, true>, threads, slices);
             run("racy4", walk<4, true>, threads, slices);
             run("racy8n", walk<8, true, true>, threads, slices);
+            run("flat4", flat<4>, threads, slices);
         }
 }
