@@ -6,7 +6,7 @@
 # device's choice between the lists and the gather. DTYPE=float16 / bfloat16 / float64 runs
 # the first case in that dtype (A and B alike; checked against float64). OWNED=1 creates A from
 # host copies (evsparse owns its weights) instead of wrapping torch's arrays. CASES=1,2 picks cases
-# by index, RATES=0.1 densities (under ncu: -k regex:spmm_n_lists -c 1).
+# by index, RATES=0.1,0.2 the densities each case runs (under ncu: -k regex:spmm_n_lists -c 1).
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -33,7 +33,7 @@ for m, per_row, n, rates in CASES[:1] if quick else CASES:
         a = evs.csr(m, m, crow, col, w)
     a.analyse(evs.stream)
     At = torch.sparse_csr_tensor(crow.long(), col.long(), w.double(), (m, m))
-    for rate in [r for r in rates if r in RATES] if RATES else rates:
+    for rate in RATES or rates:
         B = torch.randn(m, n, device="cuda")
         if rate < 1:
             B *= torch.rand(m, n, device="cuda") < rate

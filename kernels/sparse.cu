@@ -243,13 +243,13 @@ template <class T> __device__ void scale_long_rows(const Args& a) {
 // the device from what the listing saw: list_nonzeros leaves a count of the nonzeros per block in
 // a.out2 (a.lines of them), and every block of lists_mm (one wave) sums them and takes the same
 // branch.
-// The lists pay while at most 1/8 of B's entries are nonzero, 1/9 for f16 and bf16 (whose gather
-// reads half the bytes), 1/16 with 33 to 64 columns, where the gather reads 256-byte rows (H100,
-// bench/NOTES.md, "spmm on mostly-zero floats: the density decided on the device" and "... every
-// dtype"). A block's threads all call it.
-#define LISTS_NONZERO_SHARE 8
-#define LISTS_NONZERO_SHARE_HALF 9
-#define LISTS_NONZERO_SHARE_64 16
+// The lists pay while at most 1/7 of B's entries are nonzero, 1/8 for f16 and bf16 (whose gather
+// reads half the bytes), 1/10 with 33 to 64 columns, where the gather reads 256-byte rows (H200,
+// the lists' heads in one load: bench/NOTES.md, "spmm lists: what binds them, and the lists'
+// heads in one load"). A block's threads all call it.
+#define LISTS_NONZERO_SHARE 7
+#define LISTS_NONZERO_SHARE_HALF 8
+#define LISTS_NONZERO_SHARE_64 10
 
 // The nonzeros list_nonzeros saw, in every thread of the block.
 __device__ int64_t nonzeros_listed(const Args& a) {
@@ -746,19 +746,25 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 #define LISTS_NEAR_BYTES (24 << 20)  // slots that stay in L2 (50 MB) beside A and C
 #define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
 
-// One listed nonzero: its column within the 128 and its value (16-bit columns beside 16-bit
-// values, so a pair is 4 bytes).
+// One listed nonzero: its column within the 128 with its list's count above it, so that each
+// lane reads the count from its own pairs, and its value (16-bit columns beside 16-bit values, so
+// a pair is 4 bytes).
 template <class T> struct alignas(2 * sizeof(T)) Listed {
     typedef typename std::conditional<sizeof(T) == 2, unsigned short, unsigned>::type Col;
-    static constexpr Col DENSE = Col(~0u);  // the count of a tile read from B as it is
-    static constexpr int MAX = NONZERO_SLOT_PAIRS - 1;  // pairs a slot holds after its count
+    static constexpr int COUNT_SHIFT = 8;  // columns < 128 below, the count (up to 63) above
+    static constexpr int DENSE = 63;       // the count of a tile read from B as it is
+    static constexpr int MAX = NONZERO_SLOT_PAIRS;
     Col col;
     T val;
+    __device__ int column() const { return col & ((1 << COUNT_SHIFT) - 1); }
+    __device__ int count() const { return col >> COUNT_SHIFT; }
 };
 
 // Slot w = (row of B, 128 columns) by one warp: a ballot per 32 columns finds the nonzeros (NaN
-// counts, -0 does not), and each lane writes its own at its rank. Returns their count.
+// counts, -0 does not), and each lane writes its own at its rank; the positions past them (all
+// of a DENSE slot's) hold just the count. Returns their count.
 template <class T> __device__ int list_slot(const Args& a, int64_t w) {
+    typedef typename Listed<T>::Col Col;
     const int lane = lane_id();
     const int64_t row = w / a.ldaux, c0 = (w % a.ldaux) * NONZERO_COLS;
     const T* x = (const T*)a.x + row * a.ldx + c0;
@@ -775,13 +781,14 @@ template <class T> __device__ int list_slot(const Args& a, int64_t w) {
         count += __popc(live[u]);
     }
     const bool fits = count <= Listed<T>::MAX;
-    if (lane == 0) slot[0].col = fits ? count : Listed<T>::DENSE;
+    const Col tag = Col((fits ? count : Listed<T>::DENSE) << Listed<T>::COUNT_SHIFT);
+    if (!fits || lane >= count) slot[lane] = {tag, T(0)};
     if (!fits) return count;
     const unsigned below = (1u << lane) - 1;
-    int rank = 1;  // after the count
+    int rank = 0;
 #pragma unroll
     for (int u = 0; u < 4; u++) {
-        if (live[u] >> lane & 1) slot[rank + __popc(live[u] & below)] = {(typename Listed<T>::Col)(lane + 32 * u), v[u]};
+        if (live[u] >> lane & 1) slot[rank + __popc(live[u] & below)] = {Col(tag | (lane + 32 * u)), v[u]};
         rank += __popc(live[u]);
     }
     return count;
@@ -822,64 +829,76 @@ __device__ __forceinline__ void add_listed(const Listed<T> (&p)[LISTS_AT_ONCE], 
         A old[COPIES];
 #pragma unroll
         for (int c = 0; c < COPIES; c++)
-            if (take[u0 + c]) old[c] = mine[c * COPY_STRIDE + p[u0 + c].col];
+            if (take[u0 + c]) old[c] = mine[c * COPY_STRIDE + p[u0 + c].column()];
 #pragma unroll
         for (int c = 0; c < COPIES; c++)
-            if (take[u0 + c]) mine[c * COPY_STRIDE + p[u0 + c].col] = old[c] + we[u0 + c] * A(to_f(p[u0 + c].val));
+            if (take[u0 + c]) mine[c * COPY_STRIDE + p[u0 + c].column()] = old[c] + we[u0 + c] * A(to_f(p[u0 + c].val));
         __syncwarp();  // the next lists may hold the same columns
     }
 }
 
+// The pairs one load brings a lane: a list's first chunk comes in one such load a lane, 16 bytes
+// (8 for f16 and bf16, whose 4 pairs a lane spilled: 16 registers of unpacked halves).
+template <class T> struct alignas(sizeof(T) == 2 ? 8 : 16) HeadPairs {
+    static constexpr int N = (sizeof(T) == 2 ? 8 : 16) / sizeof(Listed<T>);
+    Listed<T> q[N];
+};
+
 // A batch of entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE at a
 // time (a round), adding weight x value at the listed columns into its sums `mine`; lane e of
-// the batch holds entry e's source and weight. The round's lists go in chunks of LANES
-// positions, each chunk of all of them loaded at once: chunk 0 brings each list's count
-// (position 0) with its first pairs, and the round's longest count bounds the chunks after it,
-// so a round waits one memory trip per chunk of its longest list (bench/NOTES.md, "the lists in
-// chunks", "the count with the chunks").
+// the batch holds entry e's source and weight. A round loads its lists' heads (LANES x HEAD
+// pairs, one 16-byte load a lane) at once, each pair bringing its list's count; the round's
+// longest count bounds the chunks of LANES pairs after the heads, each chunk of all the lists
+// loaded at once, so a round waits one memory trip for the heads and one per chunk after them
+// (bench/NOTES.md, "the lists in chunks", "spmm lists' heads in one load").
 // The slots are `slots` from pair `first` on (this block's 128 columns), `stride` pairs a row of B.
 template <class T, int LANES, int COLS, class A>
 __device__ __forceinline__ void listed_batch(const Args& a, int count, const Listed<T>* slots, unsigned first,
                                              int64_t stride, int src, A w, A* mine) {
-    constexpr int PARTS = 32 / LANES, COPIES = lists_copies<T, LANES, COLS>();
+    constexpr int PARTS = 32 / LANES, COPIES = lists_copies<T, LANES, COLS>(), HEAD = HeadPairs<T>::N;
     const int part = lane_id() / LANES, sub = lane_id() % LANES;
     for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
         int s[LISTS_AT_ONCE];
         A we[LISTS_AT_ONCE];
-        Listed<T> p[LISTS_AT_ONCE];
-        unsigned at[LISTS_AT_ONCE];  // where this lane's pair of list u lies in `slots`: one IMAD.WIDE a load (lists_mm)
+        Listed<T> p[HEAD][LISTS_AT_ONCE];
+        unsigned at[LISTS_AT_ONCE];  // where list u's slot lies in `slots`: one IMAD.WIDE a load (lists_mm)
 #pragma unroll
         for (int u = 0; u < LISTS_AT_ONCE; u++) {
             const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32
             s[u] = __shfl_sync(0xffffffffu, src, e);
             we[u] = __shfl_sync(0xffffffffu, w, e);
-            at[u] = (unsigned)s[u] * (unsigned)stride + first + sub;
-            p[u] = {0, T(0)};
-            if (e < count) p[u] = slots[at[u]];
+            at[u] = (unsigned)s[u] * (unsigned)stride + first;
+            HeadPairs<T> head = {};  // count 0 past the batch
+            if (e < count) head = *(const HeadPairs<T>*)&slots[at[u] + sub * HEAD];
+#pragma unroll
+            for (int k = 0; k < HEAD; k++) p[k][u] = head.q[k];
         }
         int h[LISTS_AT_ONCE], most = 0;
-        bool take[LISTS_AT_ONCE];
 #pragma unroll
         for (int u = 0; u < LISTS_AT_ONCE; u++) {
-            h[u] = (int)__shfl_sync(0xffffffffu, (unsigned)p[u].col, 0, LANES);  // the count, from the part's lane 0
-            if (h[u] == (int)Listed<T>::DENSE) {  // lane sub adds the same columns in every dense_list
+            h[u] = p[0][u].count();
+            if (h[u] == Listed<T>::DENSE) {  // lane sub adds the same columns in every dense_list
                 dense_list<T, LANES, COLS>(a, s[u], we[u], mine);
                 h[u] = 0;
             }
-            take[u] = sub > 0 && sub <= h[u];
             most = max(most, h[u]);
         }
         __syncwarp();
-        add_listed<COPIES, PARTS * COLS>(p, we, take, mine);
+        bool take[LISTS_AT_ONCE];
+#pragma unroll
+        for (int k = 0; k < HEAD; k++) {
+#pragma unroll
+            for (int u = 0; u < LISTS_AT_ONCE; u++) take[u] = sub * HEAD + k < h[u];
+            add_listed<COPIES, PARTS * COLS>(p[k], we, take, mine);
+        }
         most = __reduce_max_sync(0xffffffffu, most);
-        for (int j = sub + LANES; j - sub <= most; j += LANES) {
+        for (int j = LANES * HEAD + sub; j - sub < most; j += LANES) {
 #pragma unroll
             for (int u = 0; u < LISTS_AT_ONCE; u++) {
-                take[u] = j <= h[u];
-                at[u] += LANES;
-                if (take[u]) p[u] = slots[at[u]];
+                take[u] = j < h[u];
+                if (take[u]) p[0][u] = slots[at[u] + j];
             }
-            add_listed<COPIES, PARTS * COLS>(p, we, take, mine);
+            add_listed<COPIES, PARTS * COLS>(p[0], we, take, mine);
         }
     }
 }

@@ -366,16 +366,34 @@ impl Pair {
             .collect()
     }
 
-    /// Rows 97 to 100 % zero, and every 64th row (from row 7) all nonzero: under 1/16 of B in
-    /// all, so `nonzero_lists` takes its lists (with whole tiles read as they are) on a B of a
-    /// hundred rows or more.
+    /// Rows 97 to 100 % zero, and every 64th row (from row 7) all nonzero, from rows 23 and 39
+    /// with 32 and 33 nonzeros (`with_nonzeros`): under 1/10 of B in all, so `nonzero_lists`
+    /// takes its lists (with whole tiles read as they are) on a B of a hundred rows or more.
     fn sparse_rows(&mut self, rows: usize, cols: usize) -> Vec<f64> {
         (0..rows)
-            .flat_map(|r| {
-                let pct = if r % 64 == 7 { 0 } else { [97, 99, 100][self.rng.below(3)] };
-                self.values(cols, pct)
+            .flat_map(|r| match r % 64 {
+                7 => self.values(cols, 0),
+                23 => self.with_nonzeros(cols, 32),
+                39 => self.with_nonzeros(cols, 33),
+                _ => {
+                    let pct = [97, 99, 100][self.rng.below(3)];
+                    self.values(cols, pct)
+                }
             })
             .collect()
+    }
+
+    /// A row of `cols` zeros but for `count` nonzeros at random among its first 128 columns (all
+    /// of them where it has fewer): a tile's list holds up to 32, a tile of 33 is read as it is.
+    fn with_nonzeros(&mut self, cols: usize, count: usize) -> Vec<f64> {
+        let mut row = vec![0.0; cols];
+        let mut at: Vec<usize> = (0..cols.min(128)).collect();
+        for i in 0..count.min(at.len()) {
+            let j = i + self.rng.below(at.len() - i);
+            at.swap(i, j);
+            row[at[i]] = 0.25 + self.rng.unit().abs();
+        }
+        row
     }
 }
 
@@ -602,7 +620,8 @@ fn spmm_on_mostly_zero_floats_matches_cpu() {
 }
 
 /// `nonzero_lists` down each of its device-side branches on a B of 1,500 rows: 1-4 % nonzero
-/// with every 64th row whole (the lists, some tiles read as they are); 2, 5 and 10 % nonzero
+/// with every 64th row whole and two more with 32 and 33 nonzeros (the lists, some tiles read
+/// as they are); 2, 5 and 10 % nonzero
 /// (parts of 4 lanes in one and two chunks, of 8 lanes over 128 columns: `lists_in_parts`); all
 /// nonzero (the gather).
 /// At 48 and 128 columns (their thresholds differ), every dtype.
