@@ -336,11 +336,11 @@ fn skewed(lines: &LengthStats) -> bool {
 
 /// spmv / spmm N. Events with n > 1 read bits, 2.5-4x faster than the gather of bytes or
 /// floats on 10,000² x 200/row with 10 % of B active (bench/NOTES.md, "spmm on events").
-/// Floats with n > 64 run `nonzero_lists`, which chooses on the device between B's nonzeros and
-/// the gather: f32 1.2-2.3x the gather at 2-10 % nonzero (128 and 256 columns, rows of 200 and
-/// 1000, B larger than L2), the gather and its listing pass (4-5 %) on dense B (bench/NOTES.md,
-/// "spmm on mostly-zero floats: the density decided on the device" and "... the lists in
-/// chunks"); f16 / bf16 1.1x and f64 1.6x at 10 % ("... the lists in chunks").
+/// Floats with n >= 32 run `nonzero_lists`, which chooses on the device between B's nonzeros and
+/// the gather: f32 1.6-1.9x the gather at 10 % nonzero (128 and 256 columns, rows of 200 and
+/// 1000, B larger than L2; 1.1-1.4x at 32 and 64), the gather and its listing pass (4-12 %) on
+/// dense B; f16 / bf16 1.3x and f64 1.6x at 10 % (bench/NOTES.md, "spmm lists: what binds them,
+/// and the lists' heads in one load").
 ///
 /// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror where they
 /// are few, which the device decides from its count (`csc_scatter`): 10000² x 200/row at 0.1 %
@@ -458,17 +458,20 @@ pub const SPMM_T: SpmmTTable = SpmmTTable {
 const LISTS_NNZ_MIN: usize = 1 << 19;
 
 /// Whether a float spmm runs `nonzero_lists` (which falls back to the gather on the device):
-/// more than 64 columns. Up to 64 the lists gain at most 10 % (N, 5 % nonzero) and the
-/// listing pass costs 11 % on dense B, the common case there.
+/// 32 columns or more. With the lists' heads in one load (H200, 10000² x 200/row) they take
+/// 29 % off N at 32 columns and 10 % nonzero, and 27 / 9 % at 64 columns and 5 / 10 % (T 11 /
+/// 28 %), where the listing pass costs 12 % on dense B (bench/NOTES.md, "spmm lists: what binds
+/// them, and the lists' heads in one load"); narrower B is not measured.
+const LISTS_COLS_MIN: usize = 32;
 fn lists_measured(stats: &CsrStats, kind: InputKind, n: usize) -> bool {
-    kind == InputKind::Float && n > 64 && stats.nnz >= LISTS_NNZ_MIN
+    kind == InputKind::Float && n >= LISTS_COLS_MIN && stats.nnz >= LISTS_NNZ_MIN
 }
 
 /// spmv / spmm T: f32/f64 events on large matrices scatter, everything else gathers along the
 /// CSC mirror: float inputs gather 1.1-1.5x faster on uniform rows of 200 and 1000 entries
 /// and 8x on power-law rows up to 20,000 (a scatter warp walks its row alone); floats with more
-/// than 64 columns and 2^19 entries through `nonzero_lists` (as N) where the columns are not
-/// skewed.
+/// 32 columns or more and 2^19 entries through `nonzero_lists` (as N) where the columns are
+/// not skewed.
 pub fn choose_spmm_t(stats: &CsrStats, n: usize, dtype: DType, kind: InputKind) -> SpmmT {
     let spmv_events = n == 1 && kind == InputKind::Events && can_scatter(dtype);
     if n == 1 && kind == InputKind::Events && output_slices_pay(stats) {
@@ -841,8 +844,9 @@ mod tests {
         let uniform = stats(&[1000; 1000]);
         let float = InputKind::Float;
         assert_eq!(choose_spmm_n(&uniform, 128, float, DType::F32, &H100), SpmmN::NonzeroLists);
-        assert_eq!(choose_spmm_n(&uniform, 65, float, DType::F32, &H100), SpmmN::NonzeroLists);
-        assert_eq!(choose_spmm_n(&uniform, 64, float, DType::F32, &H100), SpmmN::WarpPerRow);
+        assert_eq!(choose_spmm_n(&uniform, 64, float, DType::F32, &H100), SpmmN::NonzeroLists);
+        assert_eq!(choose_spmm_n(&uniform, 32, float, DType::F32, &H100), SpmmN::NonzeroLists);
+        assert_eq!(choose_spmm_n(&uniform, 31, float, DType::F32, &H100), SpmmN::WarpPerRow);
         for dtype in [DType::F16, DType::BF16, DType::F64] {
             assert_eq!(choose_spmm_n(&uniform, 128, float, dtype, &H100), SpmmN::NonzeroLists);
         }
