@@ -847,7 +847,7 @@ template <class T> struct alignas(sizeof(T) == 2 ? 8 : 16) HeadPairs {
 // A batch of entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE at a
 // time (a round), adding weight x value at the listed columns into its sums `mine`; lane e of
 // the batch holds entry e's source and weight. A round loads its lists' heads (LANES x HEAD
-// pairs, one 16-byte load a lane) at once, each pair bringing its list's count; the round's
+// pairs, one load a lane: HeadPairs) at once, each pair bringing its list's count; the round's
 // longest count bounds the chunks of LANES pairs after the heads, each chunk of all the lists
 // loaded at once, so a round waits one memory trip for the heads and one per chunk after them
 // (bench/NOTES.md, "the lists in chunks", "spmm lists' heads in one load").

@@ -459,7 +459,7 @@ const LISTS_NNZ_MIN: usize = 1 << 19;
 
 /// Whether a float spmm runs `nonzero_lists` (which falls back to the gather on the device):
 /// 32 columns or more. With the lists' heads in one load (H200, 10000² x 200/row) they take
-/// 29 % off N at 32 columns and 10 % nonzero, and 27 / 9 % at 64 columns and 5 / 10 % (T 11 /
+/// 29 % off N at 32 columns and 10 % nonzero, and 27 / 9 % at 64 columns and 5 / 10 % (T 39 /
 /// 28 %), where the listing pass costs 12 % on dense B (bench/NOTES.md, "spmm lists: what binds
 /// them, and the lists' heads in one load"); narrower B is not measured.
 const LISTS_COLS_MIN: usize = 32;
