@@ -4,9 +4,10 @@
 # uniform rows (10000² x 200 and x 1000, 200,000² x 50) with B 32 to 256 columns from 2 % to all
 # non-zero, and calls of 500,000 entries (`LISTS_NNZ_MIN`). The crossover density sets the
 # device's choice between the lists and the gather. DTYPE=float16 / bfloat16 / float64 runs
-# the first case in that dtype (A and B alike; checked against float64). OWNED=1 creates A from
-# host copies (evsparse owns its weights) instead of wrapping torch's arrays. CASES=1,2 picks cases
-# by index, RATES=0.1,0.2 the densities each case runs (under ncu: -k regex:spmm_n_lists -c 1).
+# the first case in that dtype (A and B alike; checked against float64), or the CASES given.
+# OWNED=1 creates A from host copies (evsparse owns its weights) instead of wrapping torch's
+# arrays. CASES=1,2 picks cases by index, RATES=0.1,0.2 the densities each case runs (under ncu:
+# -k regex:spmm_n_lists -c 1).
 import os, sys, torch
 import bench
 from bench import evsparse
@@ -22,7 +23,7 @@ if os.environ.get("CASES"):  # CASES=1,2 runs those of CASES (0 is quick's)
     CASES = [CASES[int(i)] for i in os.environ["CASES"].split(",")]
 dt = getattr(torch, os.environ.get("DTYPE", "float32"))
 tol = 1e-5 if dt in (torch.float32, torch.float64) else 2e-2
-if dt != torch.float32:  # the first case, densities about the crossover
+if dt != torch.float32 and not os.environ.get("CASES"):  # the first case, densities about the crossover
     CASES = [(10000, 200, 128, (0.02, 0.05, 0.1, 0.12, 0.15, 1.0))]
 for m, per_row, n, rates in CASES[:1] if quick else CASES:
     crow, col = bench.random_csr(m, m, per_row)
