@@ -18,9 +18,13 @@ __device__ __forceinline__ void sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// y[c] from the half that holds it: this block's or its partner's shared memory.
-__device__ __forceinline__ float at(const float* ys, int c, int half) {
+// y[c] from the half that holds it: this block's (`me`) or its partner's shared memory, both
+// through the cluster window, or this block's by a plain shared load with YW2Y_CLUSTER_OWN_LDS.
+__device__ __forceinline__ float at(const float* ys, int c, int half, unsigned me) {
     const unsigned r = c >= half;
+#ifdef YW2Y_CLUSTER_OWN_LDS
+    if (r == me) return ys[c - (int)r * half];
+#endif
     const unsigned local = (unsigned)__cvta_generic_to_shared(ys + (c - (int)r * half));
     unsigned remote;
     float v;
@@ -31,14 +35,15 @@ __device__ __forceinline__ float at(const float* ys, int c, int half) {
 
 // write_run of y_windows with every column in y (one window) and the gathers through the cluster.
 __device__ __forceinline__ void write_run(const Args& a, float* out, const Entries<float>& e, bool weighted,
-                                          const float* ys, int half, int64_t q, int64_t p, int64_t end, bool whole) {
+                                          const float* ys, int half, unsigned me, int64_t q, int64_t p, int64_t end,
+                                          bool whole) {
     float v[RUN];
     unsigned written = 0;
 #pragma unroll
     for (int j = 0; j < RUN; ++j) {
         const bool in = q + j >= p && q + j < end;
         written |= (unsigned)in << j;
-        v[j] = in ? (weighted ? e.w[j] : (float)a.homo) * at(ys, e.c[j], half) : 0.f;
+        v[j] = in ? (weighted ? e.w[j] : (float)a.homo) * at(ys, e.c[j], half, me) : 0.f;
     }
     if (whole && written == (1u << RUN) - 1) {
         Run<float, RUN> r;
@@ -52,8 +57,8 @@ __device__ __forceinline__ void write_run(const Args& a, float* out, const Entri
         if (written >> j & 1) blend(out + q + j, v[j], a);
 }
 
-__device__ void span(const Args& a, const float* w, float* out, const float* ys, int half, int64_t p, int64_t end,
-                     bool vectors) {
+__device__ void span(const Args& a, const float* w, float* out, const float* ys, int half, unsigned me, int64_t p,
+                     int64_t end, bool vectors) {
     constexpr int64_t STEP = 32 * RUN;
     for (int64_t base = p / RUN * RUN; base < end; base += STEP * RUN_STEPS) {
         Entries<float> e[RUN_STEPS];
@@ -66,7 +71,7 @@ __device__ void span(const Args& a, const float* w, float* out, const float* ys,
         }
 #pragma unroll
         for (int s = 0; s < RUN_STEPS; ++s)
-            write_run(a, out, e[s], w, ys, half, base + s * STEP + lane_id() * RUN, p, end, whole[s]);
+            write_run(a, out, e[s], w, ys, half, me, base + s * STEP + lane_id() * RUN, p, end, whole[s]);
     }
 }
 
@@ -101,7 +106,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WINDOW_TH
         while (r < count) {
             const int64_t r_next = take_row(&next);
             const Span s_next = r_next < count ? row_span(a, first + r_next, per_row, 0, slices, e0, e1) : Span{};
-            cluster_y::span(a, w, out, ys, half, s.p, s.end, vectors);
+            cluster_y::span(a, w, out, ys, half, rank, s.p, s.end, vectors);
             r = r_next, s = s_next;
         }
     }
