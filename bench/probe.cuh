@@ -77,3 +77,25 @@ template <class Call> Timing time_call(cudaStream_t s, Call call) {
     std::sort(gv.begin(), gv.end());
     return {ev[ev.size() / 2] * 1e3, gv[gv.size() / 2] * 1e3};
 }
+
+#if defined(__CUDACC__) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900)
+// Clusters (sm_90): this block's rank in its cluster, and a barrier of all the cluster's threads
+// that orders their shared-memory accesses (release, then acquire).
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The cluster address of `p` (this block's shared memory) in block `rank` of the cluster.
+__device__ __forceinline__ unsigned in_block(const void* p, unsigned rank) {
+    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
+    unsigned remote;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    return remote;
+}
+#endif

@@ -23,23 +23,6 @@ __device__ __forceinline__ unsigned next_random(unsigned& x) {
     return x;
 }
 
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-// The address of `p` (this block's shared memory) in block `rank` of the cluster.
-__device__ __forceinline__ unsigned in_block(const float* p, unsigned rank) {
-    unsigned local = (unsigned)__cvta_generic_to_shared(p), remote;
-    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-    return remote;
-}
-
 __device__ __forceinline__ void red_add(unsigned cluster_address, float v) {
     asm volatile("red.shared::cluster.add.f32 [%0], %1;" ::"r"(cluster_address), "f"(v) : "memory");
 }

@@ -4,19 +4,12 @@
 // windows there, so each row's entries go in two spans, with a restaging and a block barrier
 // between. Here block r of a pair stages half r of y and gathers from either half through the
 // cluster window (mapa + ld.shared::cluster): one pass, one span a row, half the gathers remote.
+// write_run and span below are the kernel's with the gather changed (a probe's copy): if this
+// wins, bench/wip/yw2y-y-accessor.patch gives the kernel's own a y accessor instead (its SASS:
+// registers renamed and one move more), and the cluster's y becomes one more accessor.
 #include "yw2y.cu"
 
 namespace cluster_y {
-
-__device__ __forceinline__ unsigned rank() {
-    unsigned r;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ void sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
 
 // y[c] from the half that holds it: this block's (`me`) or its partner's shared memory, both
 // through the cluster window, or this block's by a plain shared load with YW2Y_CLUSTER_OWN_LDS.
@@ -25,11 +18,8 @@ __device__ __forceinline__ float at(const float* ys, int c, int half, unsigned m
 #ifdef YW2Y_CLUSTER_OWN_LDS
     if (r == me) return ys[c - (int)r * half];
 #endif
-    const unsigned local = (unsigned)__cvta_generic_to_shared(ys + (c - (int)r * half));
-    unsigned remote;
     float v;
-    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
-    asm("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote));
+    asm("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(in_block(ys + (c - (int)r * half), r)));
     return v;
 }
 
@@ -85,7 +75,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WINDOW_TH
     __shared__ unsigned long long next;
     float* ys = (float*)half_of_y;
     const int half = (int)((a.k + 7) / 8 * 4);
-    const unsigned rank = cluster_y::rank();
+    const unsigned rank = cluster_rank();
     const int64_t slices = (a.k + SLICE_OUTPUTS - 1) / SLICE_OUTPUTS, per_row = slices + 1;
     const int64_t e0 = a.nnz * blockIdx.x / gridDim.x, e1 = a.nnz * (blockIdx.x + 1) / gridDim.x;
     stage_window(ys, (const float*)a.x + rank * half, min((int64_t)half, a.k - rank * half));  // the partner's too
@@ -95,7 +85,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WINDOW_TH
         if (lane_id() == 0) rows[warp] = row;
     }
     if (threadIdx.x == 0) next = 0;
-    cluster_y::sync();  // both halves staged, the rows known
+    cluster_sync();  // both halves staged, the rows known
     if (e0 < e1) {
         const float* w = batch_weights<float>(a, 0);
         float* out = (float*)a.y;
@@ -110,5 +100,5 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(WINDOW_TH
             r = r_next, s = s_next;
         }
     }
-    cluster_y::sync();  // the partner's gathers from this block's half are done
+    cluster_sync();  // the partner's gathers from this block's half are done
 }
