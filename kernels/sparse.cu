@@ -244,12 +244,13 @@ template <class T> __device__ void scale_long_rows(const Args& a) {
 // a.out2 (a.lines of them), and every block of lists_mm (one wave) sums them and takes the same
 // branch.
 // The lists pay while at most 1/7 of B's entries are nonzero, 1/8 for f16 and bf16 (whose gather
-// reads half the bytes), 1/10 with 33 to 64 columns, where the gather reads 256-byte rows (H200,
-// the lists' heads in one load: bench/NOTES.md, "spmm lists: what binds them, and the lists'
-// heads in one load"). A block's threads all call it.
+// reads half the bytes), 1/9 with 33 to 64 columns, where the gather reads 256-byte rows (H200: N
+// crosses at about 11 %, T later; a share of 1/10 put B of exactly 10 % on the threshold, the
+// choice then a coin's: bench/NOTES.md, "spmm lists: staged sources, bank order"). A block's
+// threads all call it.
 #define LISTS_NONZERO_SHARE 7
 #define LISTS_NONZERO_SHARE_HALF 8
-#define LISTS_NONZERO_SHARE_64 10
+#define LISTS_NONZERO_SHARE_64 9
 
 // The nonzeros list_nonzeros saw, in every thread of the block.
 __device__ int64_t nonzeros_listed(const Args& a) {
@@ -745,6 +746,19 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 #define LISTS_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 3 : 4)
 #define LISTS_NEAR_BYTES (24 << 20)  // slots that stay in L2 (50 MB) beside A and C
 #define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
+#define LISTS_SUMS_PAD 64  // and the rows' pads (lists_row): 32 words a copy, 2 copies at most
+
+// A warp's shared memory in the lists' product: its sums (4 KB), and the sources and weights of
+// the batch it adds, which a part reads LISTS_AT_ONCE at a time in one 16-byte load each (a
+// shuffle an entry and value cost as many wavefronts of the L1's pipe as a load of four).
+template <class A> struct alignas(16) ListsWarp {
+    A sums[4096 / sizeof(A) + LISTS_SUMS_PAD];
+    int src[32];
+    A w[32];
+};
+template <class V> struct alignas(16) AtOnce {
+    V v[LISTS_AT_ONCE];
+};
 
 // One listed nonzero: its column within the 128 with its list's count above it, so that each
 // lane reads the count from its own pairs, and its value (16-bit columns beside 16-bit values, so
@@ -761,7 +775,10 @@ template <class T> struct alignas(2 * sizeof(T)) Listed {
 };
 
 // Slot w = (row of B, 128 columns) by one warp: a ballot per 32 columns finds the nonzeros (NaN
-// counts, -0 does not), and each lane writes its own at its rank; the positions past them (all
+// counts, -0 does not), and each lane writes its own at its rank in bank order (column % 32,
+// then column): the lanes of a part that add a list's every other pair at once then meet
+// distinct banks of the sums but where three of its columns share one (a Monte-Carlo of the
+// rounds: 3.23 -> 3.03 wavefronts a list at 10 %; bench/NOTES.md). The positions past them (all
 // of a DENSE slot's) hold just the count. Returns their count.
 template <class T> __device__ int list_slot(const Args& a, int64_t w) {
     typedef typename Listed<T>::Col Col;
@@ -785,12 +802,12 @@ template <class T> __device__ int list_slot(const Args& a, int64_t w) {
     if (!fits || lane >= count) slot[lane] = {tag, T(0)};
     if (!fits) return count;
     const unsigned below = (1u << lane) - 1;
-    int rank = 0;
+    int rank = 0;  // the columns of lower banks, then this bank's of lower groups of 32
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
-        if (live[u] >> lane & 1) slot[rank + __popc(live[u] & below)] = {Col(tag | (lane + 32 * u)), v[u]};
-        rank += __popc(live[u]);
-    }
+    for (int u = 0; u < 4; u++) rank += __popc(live[u] & below);
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+        if (live[u] >> lane & 1) slot[rank++] = {Col(tag | (lane + 32 * u)), v[u]};
     return count;
 }
 
@@ -812,6 +829,13 @@ __device__ __forceinline__ void dense_list(const Args& a, int64_t src, A w, A* m
     const T* row = (const T*)a.x + src * a.ldx + c0;
     for (int k = lane_id() % LANES; k < COLS && c0 + k < a.n; k += LANES) mine[k] += w * A(to_f(row[k]));
 }
+
+// A part's row of sums in shared memory: COLS and a pad of LANES words (32 / parts), so that
+// part q's column c sits in bank (c + q LANES) % 32: the parts' lanes, which hold a list's
+// columns in bank order (list_slot), start at different banks. Monte-Carlo of the rounds at
+// 10 %, 8 lanes: 3.23 wavefronts a list (column order) -> 3.03 (bank order) -> 2.98 (and the pads);
+// 5 %, 4 lanes: 1.75 -> 1.78 -> 1.70 (bench/NOTES.md).
+template <int LANES, int COLS> __host__ __device__ constexpr int lists_row() { return COLS + LANES; }
 
 // Copies of a part's sums that a warp's 4 KB hold, up to 2: lists u and u + 1 of a round add
 // into different copies, so both loads of the sums go before both stores.
@@ -844,9 +868,10 @@ template <class T> struct alignas(sizeof(T) == 2 ? 8 : 16) HeadPairs {
     Listed<T> q[N];
 };
 
-// A batch of entries: part q of the warp takes entries q, q + PARTS, ..., LISTS_AT_ONCE at a
-// time (a round), adding weight x value at the listed columns into its sums `mine`; lane e of
-// the batch holds entry e's source and weight. A round loads its lists' heads (LANES x HEAD
+// A batch of entries: part q of the warp takes LISTS_AT_ONCE adjacent entries a round (q
+// LISTS_AT_ONCE on, then PARTS LISTS_AT_ONCE further), adding weight x value at the listed
+// columns into its row of the warp's sums; lane e of the batch holds entry e's source and weight,
+// staged in the warp's shared memory so that a part reads a round's in one load each. A round loads its lists' heads (LANES x HEAD
 // pairs, one load a lane: HeadPairs) at once, each pair bringing its list's count; the round's
 // longest count bounds the chunks of LANES pairs after the heads, each chunk of all the lists
 // loaded at once, so a round waits one memory trip for the heads and one per chunk after them
@@ -854,22 +879,29 @@ template <class T> struct alignas(sizeof(T) == 2 ? 8 : 16) HeadPairs {
 // The slots are `slots` from pair `first` on (this block's 128 columns), `stride` pairs a row of B.
 template <class T, int LANES, int COLS, class A>
 __device__ __forceinline__ void listed_batch(const Args& a, int count, const Listed<T>* slots, unsigned first,
-                                             int64_t stride, int src, A w, A* mine) {
+                                             int64_t stride, int src, A w, ListsWarp<A>& warp) {
     constexpr int PARTS = 32 / LANES, COPIES = lists_copies<T, LANES, COLS>(), HEAD = HeadPairs<T>::N;
     const int part = lane_id() / LANES, sub = lane_id() % LANES;
+    A* mine = warp.sums + part * lists_row<LANES, COLS>();
+    __syncwarp();  // the last batch's sources are read
+    warp.src[lane_id()] = src;
+    warp.w[lane_id()] = w;
+    __syncwarp();
     for (int e0 = 0; e0 < count; e0 += PARTS * LISTS_AT_ONCE) {
+        const int e = e0 + part * LISTS_AT_ONCE;  // the part's first entry; < 32: PARTS LISTS_AT_ONCE divides 32
+        const AtOnce<int> sources = *(const AtOnce<int>*)&warp.src[e];
+        const AtOnce<A> weights = *(const AtOnce<A>*)&warp.w[e];
         int s[LISTS_AT_ONCE];
         A we[LISTS_AT_ONCE];
         Listed<T> p[HEAD][LISTS_AT_ONCE];
         unsigned at[LISTS_AT_ONCE];  // where list u's slot lies in `slots`: one IMAD.WIDE a load (lists_mm)
 #pragma unroll
         for (int u = 0; u < LISTS_AT_ONCE; u++) {
-            const int e = e0 + part + u * PARTS;  // < 32: PARTS LISTS_AT_ONCE divides 32
-            s[u] = __shfl_sync(0xffffffffu, src, e);
-            we[u] = __shfl_sync(0xffffffffu, w, e);
+            s[u] = sources.v[u];
+            we[u] = weights.v[u];
             at[u] = (unsigned)s[u] * (unsigned)stride + first;
             HeadPairs<T> head = {};  // count 0 past the batch
-            if (e < count) head = *(const HeadPairs<T>*)&slots[at[u] + sub * HEAD];
+            if (e + u < count) head = *(const HeadPairs<T>*)&slots[at[u] + sub * HEAD];
 #pragma unroll
             for (int k = 0; k < HEAD; k++) p[k][u] = head.q[k];
         }
@@ -889,7 +921,7 @@ __device__ __forceinline__ void listed_batch(const Args& a, int count, const Lis
         for (int k = 0; k < HEAD; k++) {
 #pragma unroll
             for (int u = 0; u < LISTS_AT_ONCE; u++) take[u] = sub * HEAD + k < h[u];
-            add_listed<COPIES, PARTS * COLS>(p[k], we, take, mine);
+            add_listed<COPIES, PARTS * lists_row<LANES, COLS>()>(p[k], we, take, mine);
         }
         most = __reduce_max_sync(0xffffffffu, most);
         for (int j = LANES * HEAD + sub; j - sub < most; j += LANES) {
@@ -898,7 +930,7 @@ __device__ __forceinline__ void listed_batch(const Args& a, int count, const Lis
                 take[u] = j < h[u];
                 if (take[u]) p[0][u] = slots[at[u] + j];
             }
-            add_listed<COPIES, PARTS * COLS>(p[0], we, take, mine);
+            add_listed<COPIES, PARTS * lists_row<LANES, COLS>()>(p[0], we, take, mine);
         }
     }
 }
@@ -906,14 +938,15 @@ __device__ __forceinline__ void listed_batch(const Args& a, int count, const Lis
 // Line i over COLS columns from blockIdx.y 128 (all of n where n <= 64), in parts of LANES
 // lanes: batches of 32 entries, the next batch's sources and weights loading while one is added.
 template <class T, class Walk, int LANES, int COLS>
-__device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* sums) {
+__device__ void lists_line(const Args& a, int64_t i, ListsWarp<typename AccOf<T>::type>& warp) {
     typedef typename AccOf<T>::type A;
-    constexpr int SUM_ROWS = 32 / LANES * lists_copies<T, LANES, COLS>();  // rows of COLS sums: parts x copies
+    A* sums = warp.sums;
+    constexpr int SUM_ROWS = 32 / LANES * lists_copies<T, LANES, COLS>(), ROW = lists_row<LANES, COLS>();  // rows: parts x copies
     const int lane = lane_id();
     const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS;
     const Listed<T>* slots = (const Listed<T>*)a.aux + blockIdx.y * NONZERO_SLOT_PAIRS;
     const int64_t stride = a.ldaux * NONZERO_SLOT_PAIRS;  // pairs of slots per row of B
-    for (int k = lane; k < SUM_ROWS * COLS; k += 32) sums[k] = A(0);
+    for (int k = lane; k < SUM_ROWS * ROW; k += 32) sums[k] = A(0);
     __syncwarp();
     const int64_t begin = Walk::begin(a, i), end = Walk::end(a, i);
     // N with slots past L2's reach: the fetch, a batch ahead, asks L2 for each entry's chunk 0
@@ -935,25 +968,25 @@ __device__ void lists_line(const Args& a, int64_t i, typename AccOf<T>::type* su
         A next_w;
         fetch(base + 32, next_src, next_w);
         const int count = (int)min((int64_t)32, end - base);
-        listed_batch<T, LANES, COLS>(a, count, (const Listed<T>*)a.aux, blockIdx.y * NONZERO_SLOT_PAIRS, stride, src, w,
-                                     sums + (lane / LANES) * COLS);
+        listed_batch<T, LANES, COLS>(a, count, (const Listed<T>*)a.aux, blockIdx.y * NONZERO_SLOT_PAIRS, stride, src, w, warp);
         src = next_src, w = next_w;
     }
     __syncwarp();
     for (int k = lane; k < COLS && c0 + k < a.n; k += 32) {
         A sum = 0;
-        for (int q = 0; q < SUM_ROWS; q++) sum += sums[q * COLS + k];
+        for (int q = 0; q < SUM_ROWS; q++) sum += sums[q * ROW + k];
         blend((T*)a.y + i * a.ldy + c0 + k, sum, a);
     }
 }
 
 // The warp's lines, striding by the grid (one wave of blocks). The part width is chosen outside
 // the loop: three lists_line bodies inside it spilled (ptxas, f32: 8 bytes stored, 24 loaded).
-template <class T, class Walk, int LANES, int COLS> __device__ void lists_lines(const Args& a, typename AccOf<T>::type* sums) {
+template <class T, class Walk, int LANES, int COLS> __device__ void lists_lines(const Args& a, ListsWarp<typename AccOf<T>::type>& warp) {
     static_assert(32 / LANES * COLS <= LISTS_SUMS, "a part's sums past the warp's");
+    static_assert(32 / LANES * lists_copies<T, LANES, COLS>() * LANES <= LISTS_SUMS_PAD, "the rows' pads past the warp's");
     for (int64_t i = (int64_t)blockIdx.x * BLOCK_WARPS + threadIdx.x / 32; i < Walk::count(a); i += (int64_t)gridDim.x * BLOCK_WARPS) {
         __syncwarp();  // the last line's sums are read
-        lists_line<T, Walk, LANES, COLS>(a, i, sums);
+        lists_line<T, Walk, LANES, COLS>(a, i, warp);
     }
 }
 
@@ -964,28 +997,28 @@ template <class T, class Walk, int LANES, int COLS> __device__ void lists_lines(
 // 8/7 the mean took 50, 67 and 87.5 (bench/NOTES.md, "the lists in chunks"). The f64 sums of 8
 // parts of 128 columns do not fit their 4 KB, so f64 there takes 8 lanes.
 template <class T, class Walk, int LANES, int COLS>
-__device__ void lists_in_parts(const Args& a, typename AccOf<T>::type* sums, int64_t nonzeros, int64_t lists) {
+__device__ void lists_in_parts(const Args& a, ListsWarp<typename AccOf<T>::type>& warp, int64_t nonzeros, int64_t lists) {
     if constexpr (32 / LANES * COLS > LISTS_SUMS) {
-        lists_in_parts<T, Walk, 2 * LANES, COLS>(a, sums, nonzeros, lists);
+        lists_in_parts<T, Walk, 2 * LANES, COLS>(a, warp, nonzeros, lists);
     } else if constexpr (LANES < COLS / 16) {
-        if (nonzeros > 2 * LANES * lists) lists_in_parts<T, Walk, 2 * LANES, COLS>(a, sums, nonzeros, lists);
-        else lists_lines<T, Walk, LANES, COLS>(a, sums);
+        if (nonzeros > 2 * LANES * lists) lists_in_parts<T, Walk, 2 * LANES, COLS>(a, warp, nonzeros, lists);
+        else lists_lines<T, Walk, LANES, COLS>(a, warp);
     } else {
-        lists_lines<T, Walk, LANES, COLS>(a, sums);
+        lists_lines<T, Walk, LANES, COLS>(a, warp);
     }
 }
 
 // Tiles of 32 columns where n <= 32, of 64 where n <= 64, else of 128.
 template <class T, class Walk> __device__ void lists_mm(const Args& a) {
     typedef typename AccOf<T>::type A;
-    __shared__ A sums[BLOCK_WARPS][LISTS_SUMS];
+    __shared__ ListsWarp<A> warps[BLOCK_WARPS];
     const int64_t nonzeros = nonzeros_listed(a), b_rows = Walk::sources(a);
     // listed_batch addresses the slots by 32-bit offsets: past them (B of some 134 M rows) the gather runs
     const bool addressable = b_rows * a.ldaux * NONZERO_SLOT_PAIRS <= (int64_t)UINT32_MAX;
     const bool pay = addressable && lists_pay<T>(a, nonzeros, b_rows);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) ((int*)a.out2)[a.lines] = pay;  // lists_ran
     if (!pay) return;  // the gather's launch runs the product
-    A* mine = sums[threadIdx.x / 32];
+    ListsWarp<A>& mine = warps[threadIdx.x / 32];
     const int64_t lists = b_rows * ((a.n + NONZERO_COLS - 1) / NONZERO_COLS);
     if (a.n <= 32) lists_in_parts<T, Walk, 4, 32>(a, mine, nonzeros, lists);
     else if (a.n <= 64) lists_in_parts<T, Walk, 4, 64>(a, mine, nonzeros, lists);
