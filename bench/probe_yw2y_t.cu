@@ -14,15 +14,6 @@
 #endif
 #include YW2Y_SOURCE
 
-// YW2Y_CLUSTER: bench/yw2y_t_cluster.cu's kernel, y's halves in a cluster of two blocks, one an
-// SM (the window arguments then do not matter):
-//   nvcc ... -DYW2Y_CLUSTER -DYW2Y_SOURCE='"yw2y_t_cluster.cu"' ... && ./probe_yw2y_t 0
-#ifdef YW2Y_CLUSTER
-#define YW2Y_KERNEL yw2y_t_cluster_f32
-#else
-#define YW2Y_KERNEL yw2y_t_windows_f32
-#endif
-
 constexpr long ROWS = 100'000, ROW = 1000, K = 100'000, NNZ = ROWS * ROW;
 constexpr long SLICES = (K + SLICE_OUTPUTS - 1) / SLICE_OUTPUTS, PER_ROW = SLICES + 1;
 constexpr double COPY_GBS = 4193;  // the bench's copy rate on the H200 (bench/NOTES.md)
@@ -84,25 +75,19 @@ int main(int argc, char** argv) {
     int sms, optin;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    CK(cudaFuncSetAttribute(YW2Y_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - 1024));
+    CK(cudaFuncSetAttribute(yw2y_t_windows_f32, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - 1024));
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, YW2Y_KERNEL));
+    CK(cudaFuncGetAttributes(&fa, yw2y_t_windows_f32));
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     for (int arg = 1; arg < argc; ++arg) {
         long slices = atol(argv[arg]);
         if (slices <= 0) slices = (optin - 1024) / (SLICE_OUTPUTS * 4);
-#ifdef YW2Y_CLUSTER
-        const size_t shared = (K + 7) / 8 * 4 * 4;  // half of y
-        const int per_sm = 1;
-        (void)slices;
-#else
         const size_t shared = std::min(slices, SLICES) * SLICE_OUTPUTS * 4;
         int per_sm;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, YW2Y_KERNEL, WINDOW_THREADS, shared));
-#endif
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, yw2y_t_windows_f32, WINDOW_THREADS, shared));
         CK(cudaMemset(out, 0xff, NNZ * 4));  // NaN until written
-        const Timing t = time_call(s, [&] { YW2Y_KERNEL<<<sms * per_sm, WINDOW_THREADS, shared, s>>>(a); });
+        const Timing t = time_call(s, [&] { yw2y_t_windows_f32<<<sms * per_sm, WINDOW_THREADS, shared, s>>>(a); });
         unsigned zero = 0, bits;
         CK(cudaMemcpyToSymbol(worst, &zero, 4));
         check<<<4096, 256>>>(col, w, y, out);
