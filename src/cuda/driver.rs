@@ -223,12 +223,8 @@ impl Gpu {
     pub fn alloc(self: &Arc<Gpu>, what: &str, bytes: usize) -> Result<DeviceMemory> {
         let mem = self.alloc_uninit(what, bytes)?;
         if bytes > 0 {
-            let _scope = self.enter()?;
             // SAFETY: mem holds `bytes` bytes.
-            unsafe {
-                call(what, || sys::cuMemsetD8Async(mem.ptr, 0, bytes, self.setup))?;
-                call(what, || sys::cuStreamSynchronize(self.setup))?;
-            }
+            self.on_setup_stream(what, || unsafe { sys::cuMemsetD8Async(mem.ptr, 0, bytes, self.setup) })?;
         }
         Ok(mem)
     }
@@ -237,26 +233,37 @@ impl Gpu {
     pub fn upload(self: &Arc<Gpu>, what: &str, src: &[u8]) -> Result<DeviceMemory> {
         let mem = self.alloc_uninit(what, src.len())?;
         if !src.is_empty() {
-            let _scope = self.enter()?;
             // SAFETY: mem holds src.len() bytes.
-            unsafe {
-                call(what, || {
-                    sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), self.setup)
-                })?;
-                call(what, || sys::cuStreamSynchronize(self.setup))?;
-            }
+            self.on_setup_stream(what, || unsafe {
+                sys::cuMemcpyHtoDAsync_v2(mem.ptr, src.as_ptr() as *const c_void, src.len(), self.setup)
+            })?;
         }
         Ok(mem)
     }
 
     /// Copies host bytes into device memory the caller owns, waiting for the copy.
     pub fn write(&self, what: &str, dst: u64, src: &[u8]) -> Result<()> {
-        let _scope = self.enter()?;
         // SAFETY: the caller vouches that dst holds src.len() bytes of device memory.
-        unsafe {
-            call(what, || sys::cuMemcpyHtoDAsync_v2(dst, src.as_ptr() as *const c_void, src.len(), self.setup))?;
-            call(what, || sys::cuStreamSynchronize(self.setup))
+        self.on_setup_stream(what, || unsafe {
+            sys::cuMemcpyHtoDAsync_v2(dst, src.as_ptr() as *const c_void, src.len(), self.setup)
+        })
+    }
+
+    /// Queues `work` (a copy or memset) on the setup stream and waits for it. Where queuing
+    /// succeeded but the wait failed, it still waits, unchecked, before returning the error: the
+    /// caller then frees the memory (ordered on the legacy stream, which does not wait for this
+    /// non-blocking one) or drops the host bytes, and the work must not land on either after
+    /// that (a fault there broke the context for its next user: tests/faults.rs).
+    fn on_setup_stream(&self, what: &str, work: impl FnOnce() -> CUresult) -> Result<()> {
+        let _scope = self.enter()?;
+        call(what, work)?;
+        // SAFETY: the setup stream lives as long as self.
+        let waited = call(what, || unsafe { sys::cuStreamSynchronize(self.setup) });
+        if waited.is_err() {
+            // SAFETY: as above.
+            unsafe { sys::cuStreamSynchronize(self.setup) };
         }
+        waited
     }
 
     /// Bytes of device memory free now (the driver's count, all processes included).
@@ -339,6 +346,7 @@ impl Drop for Gpu {
             if let Ok(_scope) = Scope::enter(self.context) {
                 sys::cuStreamSynchronize(LEGACY_STREAM);
                 if !self.setup.is_null() {
+                    sys::cuStreamSynchronize(self.setup); // non-blocking: the legacy stream's wait skips it
                     sys::cuStreamDestroy_v2(self.setup);
                 }
                 if !self.pool.is_null() {
