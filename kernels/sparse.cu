@@ -1045,7 +1045,8 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
 EVS_FOR_FLOATS(GATHER_ALL)
 
 #define SCATTER(T, TN, In, InN)                                                                       \
-    KERNEL(spmv_scatter_##TN##_##InN, (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>>))   \
+    EVS_KERNEL(spmv_scatter_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)),                    \
+               (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>>))                          \
     KERNEL(spmm_scatter_##TN##_##InN, (scatter_mm<T, In>))
 #define ROW_WARP_SCATTER(T, TN, In, InN) \
     KERNEL(spmv_row_warp_scatter_##TN##_##InN, (warp_per_line<In, CsrWalk, AddInto<T, CsrWalk>>))

@@ -156,7 +156,7 @@ const LINES_THREADS: u32 = 256;
 /// Candidate lines a warp takes at a time (as kernels/sparse.cu instantiates them).
 const WARP_LINES: u64 = 32;
 /// Blocks per SM at most (their warps stride over the candidates beyond). More than stay
-/// resident (5 at the kernel's 47 registers): a warp's chunks run in series, so more warps with
+/// resident (6, kernels/active_lines.cuh): a warp's chunks run in series, so more warps with
 /// fewer chunks each win even in waves. spmv T on 400,000 events (0.5 %), graph µs on the H200:
 /// 5 blocks an SM 9.2, 8 7.4, 16 (a chunk a warp) 7.1 (bench/NOTES.md, "two chunks a warp").
 const LINE_BLOCKS_PER_SM: u64 = 16;
