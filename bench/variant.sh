@@ -3,7 +3,8 @@
 # for bench/ab.sh on the GPU machine (carry .gpu/var):
 #   bench/variant.sh NAME [REV]     REV: a commit or branch; default the working tree as it is
 # TESTS="backends ..." also builds those Rust test binaries into .gpu/var/tests_NAME/ (they link
-# the crate itself: EVS_LIBRARY does not change what a test binary runs).
+# the crate itself: EVS_LIBRARY does not change what a test binary runs). Run them with
+# EVS_TEST_DEVICE=cuda (and EVS_TEST_POISON_SCRATCH=1): without it they test the CPU backend.
 # Prints what ptxas said that costs speed: kernels with a stack frame or spills, and wgmma
 # serialization (C7520, which made one bsrmm variant 17 % slower: bench/NOTES.md).
 set -euo pipefail
