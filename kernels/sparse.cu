@@ -745,14 +745,15 @@ template <class T, class Walk> __device__ void bits_mm(const Args& a) {
 // (bench/NOTES.md, "spmm lists' chunk loop in fewer instructions").
 #define LISTS_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 3 : 4)
 #define LISTS_NEAR_BYTES (24 << 20)  // slots that stay in L2 (50 MB) beside A and C
-#define LISTS_SUMS (4096 / sizeof(typename AccOf<T>::type))  // a warp's sums: 4 KB
+#define LISTS_SUMS_BYTES 4096  // a warp's sums
+#define LISTS_SUMS (LISTS_SUMS_BYTES / sizeof(typename AccOf<T>::type))
 #define LISTS_SUMS_PAD 64  // and the rows' pads (lists_row): 32 words a copy, 2 copies at most
 
 // A warp's shared memory in the lists' product: its sums (4 KB), and the sources and weights of
 // the batch it adds, which a part reads LISTS_AT_ONCE at a time in one 16-byte load each (a
 // shuffle an entry and value cost as many wavefronts of the L1's pipe as a load of four).
 template <class A> struct alignas(16) ListsWarp {
-    A sums[4096 / sizeof(A) + LISTS_SUMS_PAD];
+    A sums[LISTS_SUMS_BYTES / sizeof(A) + LISTS_SUMS_PAD];
     int src[32];
     A w[32];
 };
