@@ -872,11 +872,12 @@ template <class T> struct alignas(sizeof(T) == 2 ? 8 : 16) HeadPairs {
 // A batch of entries: part q of the warp takes LISTS_AT_ONCE adjacent entries a round (q
 // LISTS_AT_ONCE on, then PARTS LISTS_AT_ONCE further), adding weight x value at the listed
 // columns into its row of the warp's sums; lane e of the batch holds entry e's source and weight,
-// staged in the warp's shared memory so that a part reads a round's in one load each. A round loads its lists' heads (LANES x HEAD
-// pairs, one load a lane: HeadPairs) at once, each pair bringing its list's count; the round's
-// longest count bounds the chunks of LANES pairs after the heads, each chunk of all the lists
-// loaded at once, so a round waits one memory trip for the heads and one per chunk after them
-// (bench/NOTES.md, "the lists in chunks", "spmm lists' heads in one load").
+// staged in the warp's shared memory so that a part reads a round's in one load each. A round
+// loads its lists' heads (LANES x HEAD pairs, one load a lane: HeadPairs) at once, each pair
+// bringing its list's count; the round's longest count bounds the chunks of LANES pairs after
+// the heads, each chunk of all the lists loaded at once, so a round waits one memory trip for
+// the heads and one per chunk after them (bench/NOTES.md, "the lists in chunks", "spmm lists'
+// heads in one load").
 // The slots are `slots` from pair `first` on (this block's 128 columns), `stride` pairs a row of B.
 template <class T, int LANES, int COLS, class A>
 __device__ __forceinline__ void listed_batch(const Args& a, int count, const Listed<T>* slots, unsigned first,
@@ -942,7 +943,8 @@ template <class T, class Walk, int LANES, int COLS>
 __device__ void lists_line(const Args& a, int64_t i, ListsWarp<typename AccOf<T>::type>& warp) {
     typedef typename AccOf<T>::type A;
     A* sums = warp.sums;
-    constexpr int SUM_ROWS = 32 / LANES * lists_copies<T, LANES, COLS>(), ROW = lists_row<LANES, COLS>();  // rows: parts x copies
+    constexpr int SUM_ROWS = 32 / LANES * lists_copies<T, LANES, COLS>();  // rows of sums: parts x copies
+    constexpr int ROW = lists_row<LANES, COLS>();
     const int lane = lane_id();
     const int64_t c0 = (int64_t)blockIdx.y * NONZERO_COLS;
     const Listed<T>* slots = (const Listed<T>*)a.aux + blockIdx.y * NONZERO_SLOT_PAIRS;
