@@ -19,7 +19,7 @@
 // H200 graph µs) 7.1 at 5 blocks (47 registers, 8 entries) -> 5.8 at 6; 8 blocks (32 registers)
 // spilled and took 6.9 (bench/NOTES.md, "spmv T events 400,000: six blocks an SM"). f64 at 5.
 #define ENTRIES_AT_ONCE 4
-#define LINES_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 5 : 6)
+#define LINES_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 5 : 8)
 
 // Candidates are the entries of x (a.lines of them, ldx apart): live where the input is non-zero
 // (an active event counts as 1).

@@ -360,10 +360,10 @@ template <class T> __device__ void scale(const Args& a) {
 template <class T, class Walk> struct AddInto {
     typedef T Acc;
     struct Entry {
-        int64_t target;
+        int target;  // a row or column index: 32-bit arrays (a.indices, a.rowind)
         T w;
     };
-    __device__ Entry load(const Args& a, int64_t p) { return {Walk::source(a, p), weight<T, T>(a, Walk::entry(a, p))}; }
+    __device__ Entry load(const Args& a, int64_t p) { return {(int)Walk::source(a, p), weight<T, T>(a, Walk::entry(a, p))}; }
     __device__ void apply(const Args& a, const Entry& e, T v) {
         atomicAdd((T*)a.y + e.target * a.ldy, T(a.alpha) * v * e.w);
     }
