@@ -13,11 +13,11 @@
 
 #define LINES_THREADS 256
 // 4 entries a lane in flight cover 128 a pass, where the plan scatters rows of a mean under
-// 512 (src/core/plan.rs; longer ones take a warp each), and leave the registers for 6 blocks an
-// SM: 40 registers for f32 outputs, no spills (8 entries spilled there). More warps resident
-// keep more chains of event, extents and entries loads going: spmv T on 400,000 events (0.5 %,
-// H200 graph µs) 7.1 at 5 blocks (47 registers, 8 entries) -> 5.8 at 6; 8 blocks (32 registers)
-// spilled and took 6.9 (bench/NOTES.md, "spmv T events 400,000: six blocks an SM"). f64 at 5.
+// 512 (src/core/plan.rs; longer ones take a warp each), and leave the registers for 8 blocks an
+// SM with f32 outputs: 32 registers, no spills, since an entry's target is a 32-bit index (f64
+// at 5 blocks, 40 registers). More warps resident keep more chains of event, extents and entries
+// loads going: spmv T on 400,000 events (0.5 %, H200 graph µs) 7.1 at 5 blocks -> 5.8 at 6 ->
+// 5.6 at 8 (bench/NOTES.md, "spmv T events 400,000: six blocks an SM", "eight blocks").
 #define ENTRIES_AT_ONCE 4
 #define LINES_BLOCKS_PER_SM(T) (sizeof(T) == 8 ? 5 : 8)
 

@@ -244,13 +244,12 @@ template <class T> __device__ void scale_long_rows(const Args& a) {
 // a.out2 (a.lines of them), and every block of lists_mm (one wave) sums them and takes the same
 // branch.
 // The lists pay while at most 1/7 of B's entries are nonzero, 1/8 for f16 and bf16 (whose gather
-// reads half the bytes), 1/9 with 33 to 64 columns, where the gather reads 256-byte rows (H200: N
-// crosses at about 11 %, T later; a share of 1/10 put B of exactly 10 % on the threshold, the
-// choice then a coin's: bench/NOTES.md, "spmm lists: staged sources, bank order"). A block's
-// threads all call it.
+// reads half the bytes) and with 33 to 64 columns, where the gather reads 256-byte rows. Past the
+// share the call pays the listing before the gather (H200, 64 columns, f32 N at 12 %: lists 53.5
+// graph µs, listing + gather 60.6, the gather alone 51.7), so the share errs towards the lists
+// (bench/NOTES.md, "spmm lists: the share at 64 columns"). A block's threads all call it.
 #define LISTS_NONZERO_SHARE 7
-#define LISTS_NONZERO_SHARE_HALF 8
-#define LISTS_NONZERO_SHARE_64 9
+#define LISTS_NONZERO_SHARE_NARROW 8
 
 // The nonzeros list_nonzeros saw, in every thread of the block.
 __device__ int64_t nonzeros_listed(const Args& a) {
@@ -266,9 +265,8 @@ __device__ int64_t nonzeros_listed(const Args& a) {
 }
 
 template <class T> __device__ bool lists_pay(const Args& a, int64_t nonzeros, int64_t b_rows) {
-    const int share = a.n > 32 && a.n <= 64 ? LISTS_NONZERO_SHARE_64
-                      : sizeof(T) == 2       ? LISTS_NONZERO_SHARE_HALF
-                                             : LISTS_NONZERO_SHARE;
+    const bool narrow = sizeof(T) == 2 || (a.n > 32 && a.n <= 64);
+    const int share = narrow ? LISTS_NONZERO_SHARE_NARROW : LISTS_NONZERO_SHARE;
     return nonzeros * share <= b_rows * a.n;
 }
 

@@ -118,7 +118,7 @@ algorithms! {
         /// Floats with n > 1: each row of B listed as its nonzeros per 128 columns (a
         /// per-stream scratch; a tile with more than 32 nonzeros stays as it is), then a
         /// warp per row and 128 columns where each entry touches only its row's nonzeros; no
-        /// atomics. Where more than 1/7 of B is nonzero (1/8 for f16 and bf16, 1/9 with 33 to
+        /// atomics. Where more than 1/7 of B is nonzero (1/8 for f16 and bf16 and with 33 to
         /// 64 columns), counted on the device, `warp_per_row` runs instead.
         NonzeroLists = "nonzero_lists" on Gpu,
         /// Columns with live input (events, spike lists) spread their entries onto the output
