@@ -37,6 +37,22 @@ inline double max_error(const float* got_device, const std::vector<float>& ref) 
     return err < 1e30 ? err : 1e30;
 }
 
+// Queues kernel<<<blocks, threads, 0, s>>>(args...) with programmatic stream serialization, as
+// the library launches every kernel on sm_90 (the kernel waits for its predecessor itself).
+template <class... Params, class... Args>
+void launch_overlapped(cudaStream_t s, void (*kernel)(Params...), dim3 blocks, dim3 threads, Args... args) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = blocks;
+    config.blockDim = threads;
+    config.stream = s;
+    cudaLaunchAttribute attribute;
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
 struct Timing { double event_us, graph_us; };
 
 template <class Call> Timing time_call(cudaStream_t s, Call call) {

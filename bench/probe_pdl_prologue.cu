@@ -51,16 +51,7 @@ __global__ void __launch_bounds__(THREADS) gather(const long* colptr, const int*
 }
 
 template <Mode M> void launch(cudaStream_t s, const long* colptr, const int* rowind, const u8* x, float* y) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = (N * 32 + THREADS - 1) / THREADS;
-    config.blockDim = THREADS;
-    config.stream = s;
-    cudaLaunchAttribute attribute;
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&config, gather<M>, colptr, rowind, x, y));
+    launch_overlapped(s, gather<M>, (N * 32 + THREADS - 1) / THREADS, THREADS, colptr, rowind, x, y);
 }
 
 int main() {

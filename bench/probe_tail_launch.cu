@@ -78,36 +78,24 @@ __device__ void lists_work(const Call& a, float* sums) {
         line_work(a, r, sums[(threadIdx.x + r) % THREADS]);
 }
 
-__global__ void __launch_bounds__(THREADS, 8) gather_k(Call a) {  // the third launch
+// The gather: the third launch, which returns where the lists ran (TAIL false), or the grid the
+// lists' first block tail-launches where they do not pay (TAIL true).
+template <bool TAIL> __global__ void __launch_bounds__(THREADS, 8) gather_k(Call a) {
     wait_prior();
-    if (*a.verdict) return;
+    if (!TAIL && *a.verdict) return;
     const int r = blockIdx.x * WARPS + threadIdx.x / 32;
     if (r < ROWS) line_work(a, r, 0.0f);
 }
 
-__global__ void __launch_bounds__(THREADS, 4) lists_k(Call a) {
+template <bool TAIL> __global__ void __launch_bounds__(THREADS, 4) lists_k(Call a) {
     __shared__ float sums[SUMS];
     wait_prior();
     const bool pay = lists_pay(a);
-    if (blockIdx.x == 0 && threadIdx.x == 0) *a.verdict = pay;
-    if (pay) lists_work(a, sums);
-}
-
-__global__ void __launch_bounds__(THREADS, 8) tail_gather_k(Call a) {  // launched by lists_tail_k
-    const int r = blockIdx.x * WARPS + threadIdx.x / 32;
-    if (r < ROWS) line_work(a, r, 0.0f);
-}
-
-__global__ void __launch_bounds__(THREADS, 4) lists_tail_k(Call a) {
-    __shared__ float sums[SUMS];
-    wait_prior();
-    const bool pay = lists_pay(a);
-    if (!pay) {
-        if (blockIdx.x == 0 && threadIdx.x == 0)
-            tail_gather_k<<<(ROWS + WARPS - 1) / WARPS, THREADS, 0, cudaStreamTailLaunch>>>(a);
-        return;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (!TAIL) *a.verdict = pay;
+        else if (!pay) gather_k<true><<<(ROWS + WARPS - 1) / WARPS, THREADS, 0, cudaStreamTailLaunch>>>(a);
     }
-    lists_work(a, sums);
+    if (pay) lists_work(a, sums);
 }
 
 __global__ void __launch_bounds__(THREADS) consume_k(Call a) {  // the next call of a simulation
@@ -116,28 +104,17 @@ __global__ void __launch_bounds__(THREADS) consume_k(Call a) {  // the next call
     if (r < ROWS) a.copy[r] = a.c[r];
 }
 
-template <class... Args> void launch(cudaStream_t s, void (*k)(Call), int blocks, const Call& a) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = blocks;
-    config.blockDim = THREADS;
-    config.stream = s;
-    cudaLaunchAttribute attribute;
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&config, k, a));
-}
+void launch(cudaStream_t s, void (*k)(Call), int blocks, const Call& a) { launch_overlapped(s, k, blocks, THREADS, a); }
 
 void three(cudaStream_t s, const Call& a) {
     launch(s, list_k, LIST_BLOCKS, a);
-    launch(s, lists_k, LISTS_BLOCKS, a);
-    launch(s, gather_k, (ROWS + WARPS - 1) / WARPS, a);
+    launch(s, lists_k<false>, LISTS_BLOCKS, a);
+    launch(s, gather_k<false>, (ROWS + WARPS - 1) / WARPS, a);
 }
 
 void tail(cudaStream_t s, const Call& a) {
     launch(s, list_k, LIST_BLOCKS, a);
-    launch(s, lists_tail_k, LISTS_BLOCKS, a);
+    launch(s, lists_k<true>, LISTS_BLOCKS, a);
 }
 
 // C poisoned, the form run (on the stream, or from a graph of one call) and a consumer behind it
