@@ -37,6 +37,21 @@ inline double max_error(const float* got_device, const std::vector<float>& ref) 
     return err < 1e30 ? err : 1e30;
 }
 
+// A non-blocking stream for a probe's calls.
+inline cudaStream_t probe_stream() {
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+}
+
+// n floats of device memory, zeroed.
+inline float* zeroed_floats(size_t n) {
+    float* p;
+    CK(cudaMalloc(&p, n * sizeof(float)));
+    CK(cudaMemset(p, 0, n * sizeof(float)));
+    return p;
+}
+
 // Queues kernel<<<blocks, threads, 0, s>>>(args...) with programmatic stream serialization, as
 // the library launches every kernel on sm_90 (the kernel waits for its predecessor itself).
 template <class... Params, class... Args>

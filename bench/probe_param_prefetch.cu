@@ -35,11 +35,8 @@ template <bool BEFORE> void chain(cudaStream_t s, const Params& p, float* buf, i
 }
 
 int main() {
-    cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    float* buf;
-    CK(cudaMalloc(&buf, 4096 * 4));
-    CK(cudaMemset(buf, 0, 4096 * 4));
+    cudaStream_t s = probe_stream();
+    float* buf = zeroed_floats(4096);
     Params p = {};
     for (int k = 0; k < WORDS; k++) p.w[k] = 2 * k;
     printf("| blocks | parameters read after the wait: event / graph µs a kernel | before it |\n|---|---|---|\n");

@@ -34,11 +34,8 @@ template <Mode M> void chain(cudaStream_t s, float* buf, int blocks, int work) {
 }
 
 int main() {
-    cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    float* buf;
-    CK(cudaMalloc(&buf, 4096 * 4));
-    CK(cudaMemset(buf, 0, 4096 * 4));
+    cudaStream_t s = probe_stream();
+    float* buf = zeroed_floats(4096);
     CK(cudaDeviceSynchronize());
     printf("| blocks | work | plain stream/graph µs per kernel | wait | wait + early trigger |\n|---|---|---|---|---|\n");
     for (int blocks : {1, 16, 132, 528})

@@ -148,8 +148,7 @@ bool checked(cudaStream_t s, void (*form)(cudaStream_t, const Call&), const Call
 }
 
 int main() {
-    cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = probe_stream();
     std::vector<float> sparse(ROWS * COLS), dense(ROWS * COLS);
     srand(1);
     for (size_t i = 0; i < sparse.size(); i++) {
