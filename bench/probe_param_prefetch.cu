@@ -1,30 +1,30 @@
 // Kernel parameters read before griddepcontrol.wait (issue #8): ncu put 13 % of spmv_n_slices'
 // stall samples on constant-cache misses at its prologue's first parameter reads, which come
-// after the wait. A chain of small dependent kernels with a parameter block the size of the
-// library's Args (576 bytes, 9 lines of 64), each kernel reading one word of every line:
+// after the wait. A chain of small dependent kernels whose parameter block is laid out as the
+// library's Args (39 words, 312 bytes from c[0x0][0x210]), each kernel reading one word of each of
+// its six 64-byte lines (the words kernels/common.cuh's args_lines_sum reads in `params`):
 //   after:  the wait, then the reads (as the library's kernels do now);
-//   before: the reads summed into a shared word before the wait (its memory clobber keeps the
-//           store, and so the reads, ahead of it; inputs of the wait's asm alone were sunk past
-//           it by ptxas), so they issue (and miss) while the predecessor finishes.
+//   before: the wait predicated both ways on the words' sum (`@p wait; @!p wait`, the `params`
+//           variant's wait_after_params), so the reads issue, and miss, ahead of it: ptxas sank
+//           reads that were only the wait asm's inputs past ACQBULK (SASS checked).
 // Graph and event µs per kernel, for grids of 1 to 528 blocks.
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_param_prefetch.cu -o /tmp/pp && /tmp/pp
 #include "probe.cuh"
 
-constexpr int CHAIN = 7, WORDS = 72, STRIDE = 8;  // 72 x 8 bytes; a word of every 64-byte line
+constexpr int CHAIN = 7, WORDS = 39;
 
 struct Params {
     long long w[WORDS];
 };
 
 template <bool BEFORE> __global__ void __launch_bounds__(256) link(Params p, float* buf, int i) {
-    long long sum = 0;
-#pragma unroll
-    for (int k = 0; k < WORDS; k += STRIDE) sum += p.w[k];
-    if (BEFORE) {  // a shared store of their sum, which the wait's memory clobber keeps before it
-        __shared__ volatile long long sink;
-        if (threadIdx.x == 0) sink = sum;
-    }
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const long long sum = p.w[0] + p.w[6] + p.w[14] + p.w[22] + p.w[30] + p.w[38];  // one a 64-byte line
+    if (BEFORE)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.eq.s64 p, %0, 0;\n\t@p griddepcontrol.wait;\n\t@!p griddepcontrol.wait;\n\t}"
+                     ::"l"(sum)
+                     : "memory");
+    else
+        asm volatile("griddepcontrol.wait;" ::: "memory");
     const float v = buf[i] + (float)(sum & 1);
     __syncthreads();
     if (blockIdx.x == 0 && threadIdx.x == 0) buf[i + 1] = v;

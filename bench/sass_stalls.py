@@ -21,7 +21,8 @@ def read(path):
         elif header and len(row) == len(header):
             text[index] = row[header.index("Source")].strip()
             for name, value in zip(header, row):
-                if name.startswith("stall_") and "(Not Issued)" not in name or name in ("Warp Stall Sampling (All Samples)", "Instructions Executed"):
+                issued_stall = name.startswith("stall_") and "(Not Issued)" not in name
+                if issued_stall or name in ("Warp Stall Sampling (All Samples)", "Instructions Executed"):
                     counters[index][name] += float(value.replace(",", "") or 0)
             index += 1
     return text, counters
