@@ -321,3 +321,57 @@ impl Gpu {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The names in a C or Rust field list, in order, one per 8-byte word (`int64_t m, k, n;`
+    /// gives three, `class_rows[3]` three).
+    fn words(fields: &str, rust: bool) -> Vec<String> {
+        let mut names = vec![];
+        for line in fields.lines().map(|l| l.split("//").next().unwrap().trim()).filter(|l| !l.is_empty()) {
+            let declared = if rust {
+                let (name, ty) = line.trim_start_matches("pub ").split_once(':').unwrap();
+                let count = ty.split_once(';').map_or(1, |(_, n)| n.trim_end_matches("],").trim().parse().unwrap());
+                vec![(name.trim().to_string(), count)]
+            } else {
+                // `type name, name...;`: the first name follows the type's last space or star
+                line.trim_end_matches(';')
+                    .split(',')
+                    .map(|n| {
+                        let n = n.rsplit([' ', '*']).next().unwrap();
+                        match n.split_once('[') {
+                            Some((n, count)) => (n.to_string(), count.trim_end_matches(']').parse().unwrap()),
+                            None => (n.to_string(), 1),
+                        }
+                    })
+                    .collect()
+            };
+            for (name, count) in declared {
+                names.extend(std::iter::repeat(name).take(count));
+            }
+        }
+        names
+    }
+
+    fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+        let from = text.find(start).unwrap() + start.len();
+        &text[from..from + text[from..].find(end).unwrap()]
+    }
+
+    /// Kernels read their arguments at the offsets of kernels/common.cuh's `struct Args`: the
+    /// Rust mirror must name the same words in the same order.
+    #[test]
+    fn args_mirror_the_kernels_struct_word_for_word() {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        let c = std::fs::read_to_string(format!("{dir}/kernels/common.cuh")).unwrap();
+        let rust = std::fs::read_to_string(format!("{dir}/src/cuda/launch.rs")).unwrap();
+        let rust_fields: String = between(&rust, "pub struct Args {\n", "\n}")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("///"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let (c_words, rust_words) = (words(between(&c, "struct Args {\n", "\n};"), false), words(&rust_fields, true));
+        assert_eq!(c_words.len(), std::mem::size_of::<super::Args>() / 8, "parsed {c_words:?}");
+        assert_eq!(c_words, rust_words);
+    }
+}
