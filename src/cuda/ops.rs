@@ -119,16 +119,27 @@ impl Listed {
     }
 }
 
-/// Warps for the warp-per-line kernels on a spike list: one per index it has room for, up to a
-/// full GPU. The kernels share them among the listed lines (the count is on the device),
-/// several warps per line when few neurons spike. A full GPU for every list measured slower on
-/// small networks: 4.46 against 3.82 µs at 4,000 neurons (bench/NOTES.md, "Spike lists").
-fn list_warps(gpu: &super::Gpu, capacity: usize) -> Grid {
-    Grid::warps((capacity as u64).clamp(1, gpu.multiprocessors as u64 * LIST_WARPS_PER_SM))
+/// Warps for the warp-per-line kernels on a spike list: one per index it has room for, up to
+/// `per_sm` warps an SM. The kernels share them among the listed lines (the count is on the
+/// device), several warps per line when few neurons spike. A full GPU for every list measured
+/// slower on small networks: 4.46 against 3.82 µs at 4,000 neurons (bench/NOTES.md, "Spike
+/// lists").
+fn list_warps(gpu: &super::Gpu, capacity: usize, per_sm: u64) -> Grid {
+    Grid::warps((capacity as u64).clamp(1, gpu.multiprocessors as u64 * per_sm))
 }
 
-/// Warps per SM of the spike-list launches (a full SM holds 64).
-const LIST_WARPS_PER_SM: u64 = 64;
+/// Warps per SM of the spmv launches on spike lists (a full SM holds 64): half the GPU. Their
+/// lines are short (80-200 entries in the bench), so a line needs few warps, and warps past that
+/// only add blocks and reads of the count: H200 graph µs at 64 / 32 warps an SM, N on a list of
+/// 100 of 10,000 columns 3.57 / 3.26, of 2,000 of 400,000 6.37 / 6.28, T 400,000 alike
+/// (bench/NOTES.md, "Warps of the spike-list launches").
+const SPMV_LIST_WARPS_PER_SM: u64 = 32;
+/// The same for CSR plasticity on a spike list: pre on a full GPU (its rows of 1,000 entries
+/// at 100,000² want every warp: 8.6 µs at 64, 9.2 at 32, 9.5 at 256), post on four times that,
+/// in waves: its weights are reached through the CSC permutation, a scattered read-modify-write
+/// each, which more warps in flight serve faster (100,000² list 68.1 -> 64.9 µs at 256).
+const PRE_LIST_WARPS_PER_SM: u64 = 64;
+const POST_LIST_WARPS_PER_SM: u64 = 256;
 
 /// Blocks for the warp-per-line kernels on an input vector: each block takes a run of the
 /// `lines` candidates and shares its live lines among its 8 warps (kernels/common.cuh,
@@ -462,7 +473,7 @@ pub fn spmv_spikes_n(s: &Stream, alg: SpmmN, alpha: f64, a: &Csr, list: SpikeLis
     let args = with_csc_weights(s, a, list_product_args(list, alpha, a, beta, y))?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
     let function = gpu.kernel(SPMV_CSC_SCATTER, Some(a.dtype), Some(DType::I32))?;
-    gpu.launch(stream, function, list_warps(gpu, list.capacity()), &args)
+    gpu.launch(stream, function, list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM), &args)
 }
 
 /// spmv T on a spike list: `output_slices`, or a warp per listed row (`row_warp_scatter`,
@@ -475,7 +486,7 @@ pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeLis
     let (gpu, stream) = parts(s)?;
     scale_output(s, &args, (y.rows, 1), a.dtype)?;
     let function = gpu.kernel(SPMV_ROW_WARP_SCATTER, Some(a.dtype), Some(DType::I32))?;
-    gpu.launch(stream, function, list_warps(gpu, list.capacity()), &args)
+    gpu.launch(stream, function, list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM), &args)
 }
 
 fn list_product_args(list: SpikeList, alpha: f64, a: &Csr, beta: f64, y: &Dense) -> Args {
@@ -885,9 +896,10 @@ pub fn csr_plasticity(
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
     }
+    let per_sm = if alg == CsrPlasticity::PostColumns { POST_LIST_WARPS_PER_SM } else { PRE_LIST_WARPS_PER_SM };
     let launch = |args: Args, capacity: usize| {
         let function = gpu.kernel(family, Some(a.dtype), Some(DType::I32))?;
-        gpu.launch(stream, function, list_warps(gpu, capacity), &args)
+        gpu.launch(stream, function, list_warps(gpu, capacity, per_sm), &args)
     };
     // else an event vector is listed first, then walked as a spike list: every warp of the grid
     // shares the live lines, where blocks walking their own runs of candidates wait on the ones
