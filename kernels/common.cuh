@@ -88,6 +88,14 @@ extern "C" __device__ int evs_kernels_wait_for_prior_grids = 0;
         wait_for_prior_grids();                                                          \
         body(a);                                                                         \
     }
+// A kernel launched only right after its opener in the same call (a kernel that waits, then
+// calls let_dependents_launch): it starts while the opener still runs, and `body` calls
+// wait_for_prior_grids itself before it touches anything the opener writes. Its threads may
+// read before that wait what the opener does not write: every grid before the opener has
+// completed by then. Every thread waits before it exits too, so that the kernel never
+// completes before its opener (the kernel after it waits for this one only).
+#define EVS_KERNEL_AFTER_OPENER(name, bounds, body) \
+    extern "C" __global__ void __launch_bounds__ bounds name(Args a) { body(a); wait_for_prior_grids(); }
 // The same for kernels that take two TMA tensor maps before their Args.
 #define EVS_MAPS_KERNEL(name, bounds, body)                                                            \
     extern "C" __global__ void __launch_bounds__ bounds name(const __grid_constant__ TensorMap map0,    \

@@ -350,19 +350,29 @@ template <class T> __device__ void scale(const Args& a) {
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x)
         scale_slot((T*)a.y + (a.n == 1 ? e * a.ldy : (e / a.n) * a.ldy + e % a.n), a);  // vectors skip the division
 }
+// The same, opening a spike-list scatter (the *_list_scatter_after_scale kernels below): the
+// scatter launches at once and loads while y is scaled.
+template <class T> __device__ void scale_opener(const Args& a) {
+    let_dependents_launch();
+    scale<T>(a);
+}
 
 // ---------------------------------------------------------------- event-driven spmv
 // Entries of live lines add alpha * x[line] * w into the output along the walk: T along the
 // CSR rows (y[indices[p]]), N on spike lists along the CSC mirror (y[rowind[p]]); y was scaled
 // by beta before.
-template <class T, class Walk> struct AddInto {
+// AFTER_OPENER: launched right after the scaling in its call (scale_opener below), so a thread
+// waits for it only before its first add, its loads of the list and the entries done meanwhile.
+template <class T, class Walk, bool AFTER_OPENER = false> struct AddInto {
     typedef T Acc;
     struct Entry {
         int target;  // a row or column index: 32-bit arrays (a.indices, a.rowind)
         T w;
     };
+    bool scaled = !AFTER_OPENER;
     __device__ Entry load(const Args& a, int64_t p) { return {(int)Walk::source(a, p), weight<T, T>(a, Walk::entry(a, p))}; }
     __device__ void apply(const Args& a, const Entry& e, T v) {
+        if (!scaled) wait_for_prior_grids(), scaled = true;
         atomicAdd((T*)a.y + e.target * a.ldy, T(a.alpha) * v * e.w);
     }
 };
@@ -1055,6 +1065,19 @@ EVS_FOR_INPUTS(SCATTER, float, f32)
 EVS_FOR_INPUTS(SCATTER, double, f64)
 EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, float, f32)
 EVS_FOR_SPIKE_INPUTS(ROW_WARP_SCATTER, double, f64)
+// spmv T and N on a spike list right after scale_opener in the same call (src/cuda/ops.rs,
+// scaled_by_kernel): their warps read the list and their lines' entries while the scaling runs.
+// N reads the weights in CSC order as CSC_KERNEL does (the flag it tests is written by kernels
+// before the opener).
+template <class T> __device__ void csc_list_scatter_after_scale(const Args& a) {
+    warp_per_line<SpikeList, CscWalk, AddInto<T, CscWalk, true>>(in_csc_order(a));
+}
+#define LIST_SCATTER_AFTER_SCALE(T, TN)                                                                \
+    EVS_KERNEL_AFTER_OPENER(spmv_list_scatter_after_scale_##TN, (BLOCK_THREADS),                       \
+                            (warp_per_line<SpikeList, CsrWalk, AddInto<T, CsrWalk, true>>))            \
+    EVS_KERNEL_AFTER_OPENER(spmv_csc_list_scatter_after_scale_##TN, (BLOCK_THREADS), csc_list_scatter_after_scale<T>)
+LIST_SCATTER_AFTER_SCALE(float, f32)
+LIST_SCATTER_AFTER_SCALE(double, f64)
 // N on event vectors: the census, then the active columns along the CSC mirror or the rows.
 #define CSC_EVENTS(T, TN, In, InN)                                             \
     EVS_KERNEL(census_##TN##_##InN, (CENSUS_THREADS), (census<T, In>))        \
@@ -1089,7 +1112,7 @@ EVS_FOR_FLOATS(N_SLICES_ALL)
 #define LIVE_ROWS(In, InN) KERNEL(live_rows_##InN, live_rows<In>)
 LIVE_ROWS(u8, bool) LIVE_ROWS(f16, f16) LIVE_ROWS(bf16, bf16) LIVE_ROWS(float, f32) LIVE_ROWS(double, f64)
 
-#define SCALE(T, TN) KERNEL(scale_##TN, scale<T>)
+#define SCALE(T, TN) KERNEL(scale_##TN, scale<T>) KERNEL(scale_opener_##TN, scale_opener<T>)
 EVS_FOR_FLOATS(SCALE)
 KERNEL(scale_long_rows_f32, scale_long_rows<float>)
 KERNEL(scale_long_rows_f64, scale_long_rows<double>)

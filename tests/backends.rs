@@ -550,7 +550,8 @@ fn spmv_n_output_slices_match_cpu() {
 }
 
 /// The scatters' beta pass (y scaled or zeroed before the atomics): outputs past one 64 KB
-/// scaling launch (a memset where beta = 0), six calls in a row on one stream with beta changing,
+/// scaling launch (a memset where beta = 0) and under it (T on a spike list then loads while the
+/// scaling runs), six calls in a row on one stream with beta changing,
 /// from an event vector and a spike list, f32 and f64, each against the CPU. T:
 /// `row_warp_scatter` and `scatter` (event vectors only); N on spike lists: `csc_scatter`.
 #[test]
@@ -563,6 +564,9 @@ fn scatters_apply_beta_call_after_call() {
         (Op::T, "spmm_t:row_warp_scatter", (3_000, 20_011)),
         (Op::T, "spmm_t:scatter", (2_500, 9_000)),
         (Op::N, "spmm_n:csc_scatter", (20_011, 3_000)),
+        // outputs the scaling kernel scales (64 KB at most), spike lists right after it
+        (Op::T, "spmm_t:row_warp_scatter", (400, 1_024)),
+        (Op::N, "spmm_n:csc_scatter", (1_000, 600)),
     ] {
         p.dev.0.forced.apply(plan).unwrap();
         let pat = random_rows(&mut p.rng, (m, k), 6, |rng| rng.below(80));

@@ -92,7 +92,8 @@ fn step(s: &Stream, net: &Net) {
     ops::spmm(s, Op::T, InputKind::Events, 1.0, &net.a, &net.spikes, 1.0, &net.current, true).unwrap();
     let list = SpikeList { indices: &net.active, count: &net.count };
     if net.a.dtype == DType::F32 {
-        ops::spmv_spikes(s, Op::T, 1.0, &net.a, list, 1.0, &net.list_current).unwrap();
+        // beta = 0: the scaling and the scatter that loads while it runs, replayed
+        ops::spmv_spikes(s, Op::T, 1.0, &net.a, list, 0.0, &net.list_current).unwrap();
     }
     ops::csr_plasticity(s, false, &net.a, Spikes::List(list), &net.post_trace, -1.0, 1.0).unwrap();
     ops::spmm(s, Op::N, InputKind::Float, 1.0, &net.a, &net.post_trace, 0.5, &net.drive, true).unwrap();

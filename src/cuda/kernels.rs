@@ -43,6 +43,8 @@ families! {
     SPMM_T_GATHER_CSC_COPY = "spmm_t_csc_copy",
     SPMV_SCATTER = "spmv_scatter",
     SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
+    SPMV_LIST_SCATTER_AFTER_SCALE = "spmv_list_scatter_after_scale",
+    SPMV_CSC_LIST_SCATTER_AFTER_SCALE = "spmv_csc_list_scatter_after_scale",
     SPMM_SCATTER = "spmm_scatter",
     SPMV_CSC_SCATTER = "spmv_csc_scatter",
     CENSUS = "census",
@@ -57,6 +59,7 @@ families! {
     SPMM_T_LISTS = "spmm_t_lists",
     LIST_NONZEROS = "list_nonzeros",
     SCALE = "scale",
+    SCALE_OPENER = "scale_opener",
     SCALE_LONG_ROWS = "scale_long_rows",
     YW2Y_N = "yw2y_n",
     YW2Y_N_PLAIN = "yw2y_n_plain",
@@ -190,18 +193,21 @@ mod tests {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
             let declared = text.matches("__global__").count();
-            let allowed = if path.ends_with("common.cuh") { 7 } else { 0 };
+            let allowed = if path.ends_with("common.cuh") { 8 } else { 0 };
             assert_eq!(declared, allowed, "{}: declare kernels with the EVS_*KERNEL macros", path.display());
         }
         let common = std::fs::read_to_string(format!("{dir}/common.cuh")).unwrap();
         assert_eq!(
             common.matches("wait_for_prior_grids();").count(),
-            6,
-            "the five plain entry macros wait first, and enter_after_loads"
+            7,
+            "the five plain entry macros wait first, enter_after_loads, and the opener's follower before it exits"
         );
         // kernels that load before the wait enter through enter_after_loads: the plain gathers
         let sparse = std::fs::read_to_string(format!("{dir}/sparse.cu")).unwrap();
         assert_eq!(sparse.matches("EVS_KERNEL_LOADS_FIRST(").count(), 2);
+        // spmv T and N on a spike list right after the scaling that opens them (spmv_spikes_t/n)
+        assert_eq!(sparse.matches("EVS_KERNEL_AFTER_OPENER(").count(), 2);
+        assert_eq!(sparse.matches("let_dependents_launch();").count(), 1);
         // the one kernel that waits where it needs to (its N and T forms) runs right after an
         // opener that lets it launch early (dense_wgmma in src/cuda/ops.rs: event_matrix first
         // for N, listed_event_rows for T)

@@ -192,12 +192,17 @@ fn scale_output(s: &Stream, args: &Args, (rows, cols): (usize, usize), dtype: DT
     }
     let (gpu, stream) = parts(s)?;
     let bytes = rows * cols * dtype.size();
-    let small = gpu.programmatic_launch && bytes <= ZERO_BY_KERNEL_MAX;
-    if args.beta == 0.0 && (args.ldy as usize == cols || rows <= 1) && !small {
+    if args.beta == 0.0 && (args.ldy as usize == cols || rows <= 1) && !scaled_by_kernel(gpu, args, bytes) {
         return zero_device(gpu, stream, args.y, bytes);
     }
     let scale = Args { m: rows as i64, n: cols as i64, ..*args };
     gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, (rows * cols) as u64), &scale)
+}
+
+/// Whether y (`bytes` of it) is scaled by the scaling kernel (where beta is not 1): where
+/// launches overlap and y is small (ZERO_BY_KERNEL_MAX).
+fn scaled_by_kernel(gpu: &super::Gpu, args: &Args, bytes: usize) -> bool {
+    args.beta != 1.0 && gpu.programmatic_launch && bytes <= ZERO_BY_KERNEL_MAX
 }
 
 /// One event-driven launch over the live lines among `lines` candidates, adding into `y`
@@ -469,11 +474,8 @@ pub fn spmv_spikes_n(s: &Stream, alg: SpmmN, alpha: f64, a: &Csr, list: SpikeLis
     if alg == SpmmN::OutputSlices {
         return column_slices(s, a, DType::I32, list_product_args(list, alpha, a, beta, y));
     }
-    let (gpu, stream) = parts(s)?;
     let args = with_csc_weights(s, a, list_product_args(list, alpha, a, beta, y))?;
-    scale_output(s, &args, (y.rows, 1), a.dtype)?;
-    let function = gpu.kernel(SPMV_CSC_SCATTER, Some(a.dtype), Some(DType::I32))?;
-    gpu.launch(stream, function, list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM), &args)
+    list_scatter(s, (SPMV_CSC_SCATTER, SPMV_CSC_LIST_SCATTER_AFTER_SCALE), list, &args, y, a.dtype)
 }
 
 /// spmv T on a spike list: `output_slices`, or a warp per listed row (`row_warp_scatter`,
@@ -483,10 +485,30 @@ pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeLis
     if alg == SpmmT::OutputSlices {
         return output_slices(s, a, args, Some(DType::I32));
     }
+    list_scatter(s, (SPMV_ROW_WARP_SCATTER, SPMV_LIST_SCATTER_AFTER_SCALE), list, &args, y, a.dtype)
+}
+
+/// A warp-per-line scatter of a spike list into the vector y (`families`: its plain form, and
+/// its form after the scaling kernel), y scaled by beta first. Where the scaling is a kernel
+/// (`scaled_by_kernel`) it opens the call: the scatter launches at once and loads the list and
+/// its lines' entries while y is scaled, waiting for it only before its adds.
+fn list_scatter(
+    s: &Stream,
+    families: (Family, Family),
+    list: SpikeList,
+    args: &Args,
+    y: &Dense,
+    dtype: DType,
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    scale_output(s, &args, (y.rows, 1), a.dtype)?;
-    let function = gpu.kernel(SPMV_ROW_WARP_SCATTER, Some(a.dtype), Some(DType::I32))?;
-    gpu.launch(stream, function, list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM), &args)
+    let grid = list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM);
+    if scaled_by_kernel(gpu, args, y.rows * dtype.size()) {
+        let scale = Args { m: y.rows as i64, n: 1, ..*args };
+        gpu.launch(stream, gpu.kernel(SCALE_OPENER, Some(dtype), None)?, Grid::strided(gpu, y.rows as u64), &scale)?;
+        return gpu.launch(stream, gpu.kernel(families.1, Some(dtype), None)?, grid, args);
+    }
+    scale_output(s, args, (y.rows, 1), dtype)?;
+    gpu.launch(stream, gpu.kernel(families.0, Some(dtype), Some(DType::I32))?, grid, args)
 }
 
 fn list_product_args(list: SpikeList, alpha: f64, a: &Csr, beta: f64, y: &Dense) -> Args {
