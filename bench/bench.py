@@ -587,44 +587,55 @@ def bench_plasticity(evs, tab, quick):
         h.close()
 
 
+def step_network(evs, n):
+    """The simulated step of bench_step on n neurons: (calls, baseline, nbytes, handles), where
+    calls are the step's six calls in order as (name, fn) pairs, baseline torch's two spmv T on
+    the same spikes, nbytes the step's bytes, and handles what the caller closes afterwards."""
+    n_e, per_row, rate = n * 4 // 5, 80, 0.005
+    net = {}
+    for name, rows in [("E", n_e), ("I", n - n_e)]:
+        crow, col = random_csr(rows, n, per_row)
+        w = torch.rand(col.numel(), device="cuda")
+        a = evs.csr(rows, n, crow, col, w)
+        a.analyse(evs.stream)
+        spikes = torch.rand(rows, device="cuda") < rate
+        hs = evs.dense(spikes)
+        spikes_list, list_tensors = spike_list(evs, hs, rows)
+        colptr, rowind, order = transpose(rows, n, crow, col)
+        base_a = torch.sparse_csr_tensor(colptr, rowind, w[order], (n, rows))
+        net[name] = (a, hs, spikes_list, spikes.float(), base_a, (w, crow, col, list_tensors))
+    y, trace = torch.empty(n, device="cuda"), torch.rand(n, device="cuda") * 1e-3
+    hy, ht, ht_e = evs.dense(y), evs.dense(trace), evs.dense(trace[:n_e])
+    (ae, hse, le, xe, be, keep_e), (ai, hsi, li, xi, bi, keep_i) = net["E"], net["I"]
+    calls = [
+        ("compact E", lambda: evsparse.compact_events(hse, *le, stream=evs.stream)),
+        ("compact I", lambda: evsparse.compact_events(hsi, *li, stream=evs.stream)),
+        ("spmv T E (beta 0)", lambda: evsparse.spmv(ae, le, hy, op=OP_T, stream=evs.stream)),
+        ("spmv T I (beta 1)", lambda: evsparse.spmv(ai, li, hy, op=OP_T, alpha=-4.0, beta=1.0, stream=evs.stream)),
+        ("plasticity pre", lambda: evsparse.csr_plasticity_pre(ae, le, ht, w_min=0.0, w_max=1.0, stream=evs.stream)),
+        ("plasticity post", lambda: evsparse.csr_plasticity_post(ae, le, ht_e, w_min=0.0, w_max=1.0, stream=evs.stream)),
+    ]
+    active = int(xe.sum() + xi.sum())
+    nbytes = n + active * (8 + per_row * 4) + 4 * n + int(xe.sum()) * per_row * 24
+    return calls, lambda: (be @ xe, bi @ xi), nbytes, (ae, ai, keep_e, keep_i, y, trace)
+
+
 def bench_step(evs, tab, quick):
     """A whole simulated step as a simulator on spike lists runs it, graph-replayed: compact the
     excitatory and the inhibitory spikes, propagate each through its matrix (spmv T on the
     lists), plasticity pre and post on the excitatory synapses. 80 % of the neurons are
     excitatory, 80 synapses each, 0.5 % spiking; the baseline is torch's two spmv T alone."""
     for n in [4000, 400_000][: 1 if quick else 2]:
-        n_e, per_row, rate = n * 4 // 5, 80, 0.005
-        net = {}
-        for name, rows in [("E", n_e), ("I", n - n_e)]:
-            crow, col = random_csr(rows, n, per_row)
-            w = torch.rand(col.numel(), device="cuda")
-            a = evs.csr(rows, n, crow, col, w)
-            a.analyse(evs.stream)
-            spikes = torch.rand(rows, device="cuda") < rate
-            hs = evs.dense(spikes)
-            spikes_list, list_tensors = spike_list(evs, hs, rows)
-            colptr, rowind, order = transpose(rows, n, crow, col)
-            base_a = torch.sparse_csr_tensor(colptr, rowind, w[order], (n, rows))
-            net[name] = (a, hs, spikes_list, spikes.float(), base_a, (w, crow, col, list_tensors))
-        y, trace = torch.empty(n, device="cuda"), torch.rand(n, device="cuda") * 1e-3
-        hy, ht, ht_e = evs.dense(y), evs.dense(trace), evs.dense(trace[:n_e])
-        (ae, hse, le, xe, be, _), (ai, hsi, li, xi, bi, _) = net["E"], net["I"]
+        calls, baseline, nbytes, handles = step_network(evs, n)
 
         def step():
-            st = evs.stream
-            evsparse.compact_events(hse, *le, stream=st)
-            evsparse.compact_events(hsi, *li, stream=st)
-            evsparse.spmv(ae, le, hy, op=OP_T, stream=st)
-            evsparse.spmv(ai, li, hy, op=OP_T, alpha=-4.0, beta=1.0, stream=st)
-            evsparse.csr_plasticity_pre(ae, le, ht, w_min=0.0, w_max=1.0, stream=st)
-            evsparse.csr_plasticity_post(ae, le, ht_e, w_min=0.0, w_max=1.0, stream=st)
+            for _, call in calls:
+                call()
 
         ours = [("compact ×2, spmv T spike lists ×2, plasticity pre + post", timed(step), graphed(evs, step), True)]
-        active = int(xe.sum() + xi.sum())
-        nbytes = n + active * (8 + per_row * 4) + 4 * n + int(xe.sum()) * per_row * 24
-        tab.add(f"whole step {n:,} neurons ×{per_row}/row, {rate * 100:g}% spiking (spike lists)", ours,
-                "torch: the two spmv T alone (cuSPARSE)", timed(lambda: (be @ xe, bi @ xi)), nbytes)
-        for a in (ae, ai):
+        tab.add(f"whole step {n:,} neurons ×80/row, 0.5% spiking (spike lists)", ours,
+                "torch: the two spmv T alone (cuSPARSE)", timed(baseline), nbytes)
+        for a in handles[:2]:
             a.close()
 
 
