@@ -9,11 +9,12 @@
 //                       rows and walks the live ones (active_lines.cuh); n > 1: a warp per
 //                       row and 32 columns.
 //      row_warp_scatter (f32/f64, n = 1) a warp per row (active_lines.cuh, warp_per_line), for
-//                       long rows, and a warp per listed row of a spike list
+//                       long rows, and a warp per listed row of a spike list (on a small y
+//                       scaled by scale_opener: its after-scale form, loading meanwhile)
 //      output_slices    (n = 1, events and spike lists, sorted rows) a block per slice of the
 //                       output, summed in shared memory and blended once
-//   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror;
-//                       output_slices for f16/bf16
+//   N on spike lists: csc_scatter (f32/f64), a warp per listed column along the CSC mirror
+//                       (after-scale form as for T); output_slices for f16/bf16
 //   N on events: output_slices (n = 1, up to N_SLICE_INPUTS events) a block per slice of the
 //                       output along the CSC mirror, in one launch
 //   N and T on events, n > 1: event_bits, B's events packed to bits, then a warp per output
