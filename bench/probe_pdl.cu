@@ -20,16 +20,12 @@ template <Mode M> __global__ void link(float* buf, int i, int work) {
 
 template <Mode M> void chain(cudaStream_t s, float* buf, int blocks, int work) {
     for (int i = 0; i < CHAIN; i++) {
-        cudaLaunchConfig_t config = {};
-        config.gridDim = blocks;
-        config.blockDim = 256;
-        config.stream = s;
-        cudaLaunchAttribute attribute;
-        attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attribute.val.programmaticStreamSerializationAllowed = 1;
-        config.attrs = &attribute;
-        config.numAttrs = M == PLAIN ? 0 : 1;
-        CK(cudaLaunchKernelEx(&config, link<M>, buf, i, work));
+        if (M != PLAIN) {
+            launch_overlapped(s, link<M>, blocks, 256, buf, i, work);
+            continue;
+        }
+        link<M><<<blocks, 256, 0, s>>>(buf, i, work);
+        CK(cudaGetLastError());
     }
 }
 

@@ -75,8 +75,7 @@ int main() {
     const u8* d_x = upload(x);
     float* d_y;
     CK(cudaMalloc(&d_y, N * 4));
-    cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaStream_t s = probe_stream();
     auto each = [&](auto f) {
         f(std::integral_constant<Mode, WAIT>());
         f(std::integral_constant<Mode, WAIT_TRIGGER>());

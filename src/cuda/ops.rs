@@ -195,8 +195,15 @@ fn scale_output(s: &Stream, args: &Args, (rows, cols): (usize, usize), dtype: DT
     if args.beta == 0.0 && (args.ldy as usize == cols || rows <= 1) && !scaled_by_kernel(gpu, args, bytes) {
         return zero_device(gpu, stream, args.y, bytes);
     }
+    launch_scale(s, SCALE, args, (rows, cols), dtype)
+}
+
+/// y = beta·y over `rows` x `cols` elements of `dtype` by the scaling kernel `family`: SCALE, or
+/// SCALE_OPENER, which lets the scatter after it launch at once (`list_scatter`).
+fn launch_scale(s: &Stream, family: Family, args: &Args, (rows, cols): (usize, usize), dtype: DType) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
     let scale = Args { m: rows as i64, n: cols as i64, ..*args };
-    gpu.launch(stream, gpu.kernel(SCALE, Some(dtype), None)?, Grid::strided(gpu, (rows * cols) as u64), &scale)
+    gpu.launch(stream, gpu.kernel(family, Some(dtype), None)?, Grid::strided(gpu, (rows * cols) as u64), &scale)
 }
 
 /// Whether y (`bytes` of it) is scaled by the scaling kernel (where beta is not 1): where
@@ -503,8 +510,7 @@ fn list_scatter(
     let (gpu, stream) = parts(s)?;
     let grid = list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM);
     if scaled_by_kernel(gpu, args, y.rows * dtype.size()) {
-        let scale = Args { m: y.rows as i64, n: 1, ..*args };
-        gpu.launch(stream, gpu.kernel(SCALE_OPENER, Some(dtype), None)?, Grid::strided(gpu, y.rows as u64), &scale)?;
+        launch_scale(s, SCALE_OPENER, args, (y.rows, 1), dtype)?;
         return gpu.launch(stream, gpu.kernel(families.1, Some(dtype), None)?, grid, args);
     }
     scale_output(s, args, (y.rows, 1), dtype)?;
