@@ -6,12 +6,14 @@
 // blockIdx.x owns the rows [blockIdx.x * a.n, (blockIdx.x + 1) * a.n): it counts the actives
 // before its slice itself (every block reads the events before its own, at most
 // COMPACT_BLOCKS_MAX slices of them, so no scratch and no inter-block wait), then lists its
-// slice's actives in order (common.cuh, list_active). The last block writes the count.
+// slice's actives in order (common.cuh, list_active). The last block writes the count. Columns
+// of up to one tile of a small block (COMPACT_ONE_BLOCK_THREADS x 16 events) are listed by one
+// such block each, with no slices (compact_one_block).
 #include "common.cuh"
 
-#define COMPACT_THREADS 1024
-#define COMPACT_RUN 4     // events a thread tests per tile of its slice, their loads in flight together
-#define COUNT_BATCH 16    // events a thread counts at once before its slice: loads with no predicate
+#define COMPACT_THREADS 512            // 1024 spilled list_active's strided loads (64 registers)
+#define COMPACT_ONE_BLOCK_THREADS 256  // chained, 3,200 bools: 1.05 graph µs, a 1024-thread block 1.33
+#define COUNT_BATCH 32                 // events a thread counts at once before its slice: loads with no predicate
 
 // This thread's share of count_before's count, for a spike vector of bytes on a 16-byte
 // boundary: 16 events a load, so the last of 64 blocks of 500,000 waits for 4 rounds, not 30.
@@ -82,11 +84,20 @@ template <class E> __device__ void compact(const Args& a) {
     const E* x = (const E*)a.x + column;
     // uniform across the block; the first block has nothing before it (one-block lists: no scan)
     const int64_t before = start > 0 ? count_before(x, a.ldx, start) : 0;
-    const int64_t mine = list_active<COMPACT_THREADS, COMPACT_RUN>(x, a.ldx, start, stop, (int*)a.y + column * a.m + before);
+    const int64_t mine = list_active<COMPACT_THREADS>(x, a.ldx, start, stop, (int*)a.y + column * a.m + before);
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) ((int*)a.out2)[column] = (int)(before + mine);
 }
 
-#define COMPACT(E, EN) EVS_KERNEL(compact_##EN, (COMPACT_THREADS), compact<E>)
+// A column of at most COMPACT_ONE_BLOCK_THREADS x 16 events listed by one block, in one tile.
+template <class E> __device__ void compact_one_block(const Args& a) {
+    const int64_t column = blockIdx.y;
+    const int64_t listed = list_active<COMPACT_ONE_BLOCK_THREADS>((const E*)a.x + column, a.ldx, 0, a.m, (int*)a.y + column * a.m);
+    if (threadIdx.x == 0) ((int*)a.out2)[column] = (int)listed;
+}
+
+#define COMPACT(E, EN)                                             \
+    EVS_KERNEL(compact_##EN, (COMPACT_THREADS), compact<E>)        \
+    EVS_KERNEL(compact_one_block_##EN, (COMPACT_ONE_BLOCK_THREADS), compact_one_block<E>)
 COMPACT(u8, bool)
 COMPACT(f16, f16)
 COMPACT(bf16, bf16)

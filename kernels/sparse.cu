@@ -633,10 +633,9 @@ template <class T, class In> __device__ void n_output_slices(const Args& a) {
 // The live rows of an event vector (a.m of them, a.ldx apart) listed per block for BlockRows:
 // block b lists rows [b a.n, (b + 1) a.n) in order at y + b a.n (common.cuh, list_active), and
 // its count at out2[b]. Rows in order make the slices' walk faster than in ballot order: bench/NOTES.md.
-#define LIVE_ROWS_AT_ONCE 8
 template <class In> __device__ void live_rows(const Args& a) {
     const int64_t first = blockIdx.x * a.n, stop = min(a.m, first + a.n);
-    const int64_t count = list_active<BLOCK_THREADS, LIVE_ROWS_AT_ONCE>((const In*)a.x, a.ldx, first, stop, (int*)a.y + first);
+    const int64_t count = list_active<BLOCK_THREADS>((const In*)a.x, a.ldx, first, stop, (int*)a.y + first);
     if (threadIdx.x == 0) ((int*)a.out2)[blockIdx.x] = (int)count;
 }
 

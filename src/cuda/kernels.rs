@@ -91,6 +91,7 @@ families! {
     BSRMM_WMMA = "bsrmm_wmma",
     BSRMM_SIMT = "bsrmm_simt",
     COMPACT = "compact",
+    COMPACT_ONE_BLOCK = "compact_one_block",
     FILL = "fill",
     NARROW_I64_I32 = "narrow_i64_i32",
 }

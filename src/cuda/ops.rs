@@ -119,13 +119,28 @@ impl Listed {
     }
 }
 
-/// Warps for the warp-per-line kernels on a spike list: one per index it has room for, up to
-/// `per_sm` warps an SM. The kernels share them among the listed lines (the count is on the
-/// device), several warps per line when few neurons spike. A full GPU for every list measured
-/// slower on small networks: 4.46 against 3.82 µs at 4,000 neurons (bench/NOTES.md, "Spike
-/// lists").
-fn list_warps(gpu: &super::Gpu, capacity: usize, per_sm: u64) -> Grid {
-    Grid::warps((capacity as u64).clamp(1, gpu.multiprocessors as u64 * per_sm))
+/// Warps for the warp-per-line kernels on a spike list: a warp for each run of 32 entries
+/// (`runs` a line) of the lines listed at the design rate, one index of the list's capacity in
+/// `LIST_DESIGN_RATE_DIV`, up to `per_sm` warps an SM. The kernels share them among the listed
+/// lines (the count is on the device) and loop past the grid, so more spikes than the design
+/// rate cost time, never correctness. A full GPU for every list measured slower on small
+/// networks: 4.46 against 3.82 µs at 4,000 neurons (bench/NOTES.md, "Spike lists").
+fn list_warps(gpu: &super::Gpu, capacity: usize, per_sm: u64, runs: u64) -> Grid {
+    let want = (capacity as u64 * runs).div_ceil(LIST_DESIGN_RATE_DIV);
+    Grid::warps(want.clamp(1, gpu.multiprocessors as u64 * per_sm))
+}
+
+/// A spike list's capacity over the lines it is sized for: a list of capacity n is launched as
+/// if n / 16 lines spike. A grid's blocks cost a chained kernel by themselves (0.71 graph µs at
+/// 1 block, 1.18 at 528), and lists are sized for the worst step, not the usual one: the whole
+/// step 4,000 10.89 -> 10.56 graph µs on the H200 at 16, the rest of the bench within noise;
+/// at 32 plasticity pre on a list of 500 of 5,000 rows slows 3.1 -> 3.7 (bench/NOTES.md,
+/// "Spike-list grids sized by a design rate").
+const LIST_DESIGN_RATE_DIV: u64 = 16;
+
+/// Runs of 32 entries in a line of the mean length (`nnz` entries over `lines` lines).
+fn line_runs(nnz: usize, lines: usize) -> u64 {
+    ((nnz / lines.max(1)) as u64).div_ceil(32).max(1)
 }
 
 /// Warps per SM of the spmv launches on spike lists (a full SM holds 64): half the GPU. Their
@@ -482,7 +497,14 @@ pub fn spmv_spikes_n(s: &Stream, alg: SpmmN, alpha: f64, a: &Csr, list: SpikeLis
         return column_slices(s, a, DType::I32, list_product_args(list, alpha, a, beta, y));
     }
     let args = with_csc_weights(s, a, list_product_args(list, alpha, a, beta, y))?;
-    list_scatter(s, (SPMV_CSC_SCATTER, SPMV_CSC_LIST_SCATTER_AFTER_SCALE), list, &args, y, a.dtype)
+    list_scatter(
+        s,
+        (SPMV_CSC_SCATTER, SPMV_CSC_LIST_SCATTER_AFTER_SCALE),
+        (list, line_runs(a.nnz, a.k)),
+        &args,
+        y,
+        a.dtype,
+    )
 }
 
 /// spmv T on a spike list: `output_slices`, or a warp per listed row (`row_warp_scatter`,
@@ -492,7 +514,14 @@ pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeLis
     if alg == SpmmT::OutputSlices {
         return output_slices(s, a, args, Some(DType::I32));
     }
-    list_scatter(s, (SPMV_ROW_WARP_SCATTER, SPMV_LIST_SCATTER_AFTER_SCALE), list, &args, y, a.dtype)
+    list_scatter(
+        s,
+        (SPMV_ROW_WARP_SCATTER, SPMV_LIST_SCATTER_AFTER_SCALE),
+        (list, line_runs(a.nnz, a.m)),
+        &args,
+        y,
+        a.dtype,
+    )
 }
 
 /// A warp-per-line scatter of a spike list into the vector y (`families`: its plain form, and
@@ -502,13 +531,13 @@ pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeLis
 fn list_scatter(
     s: &Stream,
     families: (Family, Family),
-    list: SpikeList,
+    (list, runs): (SpikeList, u64),
     args: &Args,
     y: &Dense,
     dtype: DType,
 ) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let grid = list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM);
+    let grid = list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM, runs);
     if scaled_by_kernel(gpu, args, y.rows * dtype.size()) {
         launch_scale(s, SCALE_OPENER, args, (y.rows, 1), dtype)?;
         return gpu.launch(stream, gpu.kernel(families.1, Some(dtype), None)?, grid, args);
@@ -924,10 +953,14 @@ pub fn csr_plasticity(
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
     }
-    let per_sm = if alg == CsrPlasticity::PostColumns { POST_LIST_WARPS_PER_SM } else { PRE_LIST_WARPS_PER_SM };
+    let (per_sm, runs) = if alg == CsrPlasticity::PostColumns {
+        (POST_LIST_WARPS_PER_SM, line_runs(a.nnz, a.k))
+    } else {
+        (PRE_LIST_WARPS_PER_SM, line_runs(a.nnz, a.m))
+    };
     let launch = |args: Args, capacity: usize| {
         let function = gpu.kernel(family, Some(a.dtype), Some(DType::I32))?;
-        gpu.launch(stream, function, list_warps(gpu, capacity, per_sm), &args)
+        gpu.launch(stream, function, list_warps(gpu, capacity, per_sm, runs), &args)
     };
     // else an event vector is listed first, then walked as a spike list: every warp of the grid
     // shares the live lines, where blocks walking their own runs of candidates wait on the ones
@@ -1121,7 +1154,10 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
 /// before its slice itself, so their reads grow with the blocks).
 const COMPACT_SLICE_MIN: usize = 4096;
 const COMPACT_BLOCKS_MAX: usize = 64;
-const COMPACT_THREADS: usize = 1024;
+const COMPACT_THREADS: usize = 512;
+/// Threads of the block that lists a column of up to COMPACT_SLICE_MIN events by itself, one tile
+/// of 16 events a thread (kernels/events.cu, compact_one_block).
+const COMPACT_ONE_BLOCK_THREADS: u32 = 256;
 
 /// Event compaction in one launch, slices of the spikes per block; the count stays on the
 /// device.
@@ -1132,15 +1168,21 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
 
 /// The active rows of each of `columns` columns of an event array (x, ldx; `listed.capacity`
 /// rows), each column's in order, with their counts (kernels/events.cu: compaction is one
-/// column), in one launch with slices of the rows per block.
+/// column), in one launch: a block of COMPACT_ONE_BLOCK_THREADS a column up to
+/// COMPACT_SLICE_MIN rows (its one tile), slices of the rows per block past that.
 fn list_event_columns(s: &Stream, events: Args, (columns, dtype): (usize, DType), listed: Listed) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let rows = listed.capacity;
+    let args = Args { m: rows as i64, y: listed.indices, out2: listed.count, ..events };
+    if rows <= COMPACT_SLICE_MIN {
+        let grid = Grid::new((1, columns as u64), (COMPACT_ONE_BLOCK_THREADS, 1));
+        return gpu.launch(stream, gpu.kernel(COMPACT_ONE_BLOCK, Some(dtype), None)?, grid, &args);
+    }
     let blocks = rows.div_ceil(COMPACT_SLICE_MIN).clamp(1, COMPACT_BLOCKS_MAX);
     let slice = rows.div_ceil(blocks).next_multiple_of(COMPACT_THREADS).max(COMPACT_THREADS);
     // rounding the slices up may leave the last blocks nothing: launch only those with rows
     let blocks = rows.div_ceil(slice).max(1);
-    let args = Args { m: rows as i64, n: slice as i64, y: listed.indices, out2: listed.count, ..events };
+    let args = Args { n: slice as i64, ..args };
     let grid = Grid::new((blocks as u64, columns as u64), (COMPACT_THREADS as u32, 1));
     gpu.launch(stream, gpu.kernel(COMPACT, Some(dtype), None)?, grid, &args)
 }
