@@ -461,8 +461,11 @@ pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Re
     match s.ctx.backend {
         Backend::Cpu(_) => on_calling_thread::<plan::Compact>(s, || cpu::compact(spikes, indices, count)),
         Backend::Cuda(_) => {
-            gpu_plan(s, plan::choose_compact(), |_| true)?;
-            cuda::compact(s, spikes, indices, count)
+            let clusters = cuda::has_clusters(s);
+            let alg = gpu_plan(s, plan::choose_compact(spikes.rows, clusters), |alg| {
+                alg != plan::Compact::ClusterRounds || clusters
+            })?;
+            cuda::compact(s, alg, spikes, indices, count)
         }
     }
 }

@@ -256,9 +256,13 @@ algorithms! {
     }
     /// Event compaction.
     Compact = "compact" {
-        /// Slices of the spikes per block (up to 64 blocks, each counting the actives before
-        /// its slice), warp ballots inside: one launch, sorted output.
+        /// One block up to 4,096 spikes; past that slices of the spikes per block (up to 64
+        /// blocks, each counting the actives before its slice): one launch, sorted output.
         BlockSlices = "block_slices" on Gpu,
+        /// One cluster of 8 blocks (sm_90 and later), in rounds of 131,072 spikes: each block
+        /// counts its own run of a round and reads the counts before it from the cluster's shared
+        /// memory, so no block reads another's spikes: one launch, sorted output.
+        ClusterRounds = "cluster_rounds" on Gpu,
         /// The CPU's plainly written path.
         Reference = "reference" on Cpu,
     }
@@ -661,10 +665,20 @@ pub fn choose_dense_plasticity() -> DensePlasticity {
     DensePlasticity::RowStride
 }
 
-/// Event compaction has one algorithm so far.
-pub fn choose_compact() -> Compact {
-    Compact::BlockSlices
+/// Event compaction: one block where one tile of it holds the spikes, else a cluster where the
+/// device has them (the slices' last block reads every spike before its own: 100,000 spikes
+/// chained at 3.46 graph µs in slices, 2.78 in a cluster; bench/NOTES.md, "Multi-block
+/// compaction in one cluster").
+pub fn choose_compact(spikes: usize, clusters: bool) -> Compact {
+    if spikes > COMPACT_ONE_BLOCK_MAX && clusters {
+        Compact::ClusterRounds
+    } else {
+        Compact::BlockSlices
+    }
 }
+
+/// The most spikes `block_slices` lists in one block (one tile: 256 threads, 16 spikes each).
+pub(crate) const COMPACT_ONE_BLOCK_MAX: usize = 4096;
 
 /// The shapes bsrmm's tensor-core paths accept.
 #[derive(Clone, Copy, Debug)]

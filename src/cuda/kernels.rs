@@ -92,6 +92,7 @@ families! {
     BSRMM_SIMT = "bsrmm_simt",
     COMPACT = "compact",
     COMPACT_ONE_BLOCK = "compact_one_block",
+    COMPACT_CLUSTER_ROUNDS = "compact_cluster",
     FILL = "fill",
     NARROW_I64_I32 = "narrow_i64_i32",
 }

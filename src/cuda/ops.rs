@@ -10,7 +10,7 @@ use crate::core::context::Stream;
 use crate::core::csr::{Csr, Profile, Weights};
 use crate::core::dense::Dense;
 use crate::core::ops::Product;
-use crate::core::plan::{self, can_scatter, plan_name, Algorithm, Bsrmm, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
+use crate::core::plan::{self, can_scatter, plan_name, Algorithm, Bsrmm, Compact, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
 use crate::core::spikes::{SpikeList, Spikes};
 use crate::core::InputKind;
 use crate::dtype::DType;
@@ -1152,29 +1152,41 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
 
 /// Spikes a compaction block owns at least, and blocks at most (each block counts the spikes
 /// before its slice itself, so their reads grow with the blocks).
-const COMPACT_SLICE_MIN: usize = 4096;
+const COMPACT_SLICE_MIN: usize = plan::COMPACT_ONE_BLOCK_MAX;
 const COMPACT_BLOCKS_MAX: usize = 64;
 const COMPACT_THREADS: usize = 512;
-/// Threads of the block that lists a column of up to COMPACT_SLICE_MIN events by itself, one tile
-/// of 16 events a thread (kernels/events.cu, compact_one_block).
+/// Threads of the block that lists a column of up to COMPACT_ONE_BLOCK_MAX events by itself, one
+/// tile of 16 events a thread (kernels/events.cu, compact_one_block).
 const COMPACT_ONE_BLOCK_THREADS: u32 = 256;
+/// Blocks and threads of a compaction cluster (kernels/events.cu, compact_cluster).
+const COMPACT_CLUSTER: u64 = 8;
+const COMPACT_CLUSTER_THREADS: u32 = 512;
 
-/// Event compaction in one launch, slices of the spikes per block; the count stays on the
-/// device.
-pub fn compact(s: &Stream, spikes: &Dense, indices: &Dense, count: &Dense) -> Result<()> {
+/// Whether the device runs thread-block clusters (sm_90 and later): `compact_cluster`.
+pub fn has_clusters(s: &Stream) -> bool {
+    parts(s).is_ok_and(|(gpu, _)| gpu.compute_capability >= 90)
+}
+
+/// Event compaction in one launch (`alg`); the count stays on the device.
+pub fn compact(s: &Stream, alg: Compact, spikes: &Dense, indices: &Dense, count: &Dense) -> Result<()> {
     let listed = Listed { indices: indices.buf.addr(), count: count.buf.addr(), capacity: spikes.rows };
-    list_event_columns(s, Args { x: spikes.buf.addr(), ldx: 1, ..Args::default() }, (1, spikes.dtype), listed)
+    list_event_columns(s, alg, Args { x: spikes.buf.addr(), ldx: 1, ..Args::default() }, (1, spikes.dtype), listed)
 }
 
 /// The active rows of each of `columns` columns of an event array (x, ldx; `listed.capacity`
 /// rows), each column's in order, with their counts (kernels/events.cu: compaction is one
-/// column), in one launch: a block of COMPACT_ONE_BLOCK_THREADS a column up to
-/// COMPACT_SLICE_MIN rows (its one tile), slices of the rows per block past that.
-fn list_event_columns(s: &Stream, events: Args, (columns, dtype): (usize, DType), listed: Listed) -> Result<()> {
+/// column), in one launch: with `block_slices` a block of COMPACT_ONE_BLOCK_THREADS a column up
+/// to COMPACT_ONE_BLOCK_MAX rows (its one tile), slices of the rows per block past that; with
+/// `cluster_rounds` a cluster a column.
+fn list_event_columns(s: &Stream, alg: Compact, events: Args, (columns, dtype): (usize, DType), listed: Listed) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let rows = listed.capacity;
     let args = Args { m: rows as i64, y: listed.indices, out2: listed.count, ..events };
-    if rows <= COMPACT_SLICE_MIN {
+    if alg == Compact::ClusterRounds {
+        let grid = Grid::new((COMPACT_CLUSTER, columns as u64), (COMPACT_CLUSTER_THREADS, 1));
+        return gpu.launch(stream, gpu.kernel(COMPACT_CLUSTER_ROUNDS, Some(dtype), None)?, grid, &args);
+    }
+    if rows <= plan::COMPACT_ONE_BLOCK_MAX {
         let grid = Grid::new((1, columns as u64), (COMPACT_ONE_BLOCK_THREADS, 1));
         return gpu.launch(stream, gpu.kernel(COMPACT_ONE_BLOCK, Some(dtype), None)?, grid, &args);
     }
@@ -1198,7 +1210,7 @@ fn on_event_columns(
 ) -> Result<()> {
     let scratch = scratch(s, listing_bytes(rows, columns))?;
     let listed = Listed { indices: scratch.ptr + 4 * columns as u64, count: scratch.ptr, capacity: rows };
-    list_event_columns(s, events, (columns, dtype), listed)?;
+    list_event_columns(s, plan::choose_compact(rows, has_clusters(s)), events, (columns, dtype), listed)?;
     launch(listed)
 }
 
