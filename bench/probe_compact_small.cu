@@ -11,7 +11,11 @@
 // 1.70; the same tile loop at 256 threads and 16 byte loads 1.56 / 1.67; one 16-byte load a
 // thread with a two-barrier scan 1.12 / 1.20 at 256 threads, 1.27 / 1.33 at 1024, 1.12 / 1.69 at
 // 128; with one barrier and the bytes tested four at a time 0.96 / 1.05 (256 threads); empty
-// 0.62 at any size. Each list is checked against before<1024>'s.
+// 0.62 at any size. This probe as it stands (the variants above folded into the library's kernel)
+// printed before<1024> 1.32 / 1.38, lib 1.20 / 1.32, empty 0.61: before<1024> here holds fewer
+// registers than the library's old compact_bool (64, the whole register file at 1024 threads),
+// which chained at 1.70; in the library the step 4,000 moved 10.83 -> 9.58 for its two
+// compactions. Each list is checked against before<1024>'s.
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I kernels bench/probe_compact_small.cu -o /tmp/pc && /tmp/pc
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
