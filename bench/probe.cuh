@@ -109,6 +109,38 @@ template <class Call> Timing time_call(cudaStream_t s, Call call) {
     return {ev[ev.size() / 2] * 1e3, gv[gv.size() / 2] * 1e3};
 }
 
+// A compaction probe's buffers: n random bools (one in `one_in` active, zero padding past them),
+// the reference's list and count, and the list and count of the variant under test.
+struct Compaction {
+    int n;
+    unsigned char* x;
+    int *ref, *ref_count, *out, *count;
+
+    Compaction(int events, int one_in) : n(events) {
+        std::vector<unsigned char> h(n + 64, 0);
+        srand(n);
+        for (int i = 0; i < n; i++) h[i] = rand() % one_in == 0;
+        x = upload(h);
+        for (int** list : {&ref, &out}) CK(cudaMalloc(list, 4 * n + 64));
+        for (int** c : {&ref_count, &count}) CK(cudaMalloc(c, 64));
+    }
+
+    // Poisons the variant's list before its run.
+    void poison() const { CK(cudaMemset(out, 0xff, 4 * n)); }
+
+    // Whether the variant's list and count are the reference's.
+    bool same() const {
+        int c0, c1;
+        CK(cudaMemcpy(&c0, ref_count, 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(&c1, count, 4, cudaMemcpyDeviceToHost));
+        if (c0 != c1 || c0 < 0 || c0 > n) return false;
+        std::vector<int> r(c0), o(c1);
+        CK(cudaMemcpy(r.data(), ref, 4 * c0, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(o.data(), out, 4 * c1, cudaMemcpyDeviceToHost));
+        return r == o;
+    }
+};
+
 #if defined(__CUDACC__) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900)
 // Clusters (sm_90): this block's rank in its cluster, and a barrier of all the cluster's threads
 // that orders their shared-memory accesses (release, then acquire).
