@@ -3,8 +3,9 @@
 // SM, of 64 blocks of 500,000 four rounds of 128 KB) against one cluster of CLUSTER blocks that
 // each count only their own slice, exchange the counts through distributed shared memory and list
 // from the bits they kept: one round of loads in all. A thread owns 16 K consecutive events (K
-// 16-byte loads in flight), so one block scan orders its events. Graph and event µs a kernel in a
-// chain of 7, each list checked against the library's.
+// 16-byte loads in flight), so one block scan orders its events. Beside them the library's
+// kernels at sizes between (slices, one block of several tiles, its cluster in rounds). Graph and
+// event µs a kernel in a chain of 7, each list checked against the slices'.
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I kernels bench/probe_compact_cluster.cu -o /tmp/pcc && /tmp/pcc
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
@@ -48,38 +49,62 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(T) cluster_com
     cluster.sync();  // the counts are read before any block exits
 }
 
-int main() {
-    cudaStream_t s = probe_stream();
-    printf("| events | library slices (blocks x 512) | cluster 8 x 512, K 2 | cluster 8 x 512, K 8 | cluster 8 x 256, K 8 |\n|---|---|---|---|---|\n");
-    for (int n : {3200, 100000, 500000}) {
-        const Compaction c(n, 250);
-        int blocks = std::min(std::max((n + 4095) / 4096, 1), 64);
-        const int slice = ((n + blocks - 1) / blocks + 511) / 512 * 512;
-        blocks = (n + slice - 1) / slice;
+// The library's three compaction kernels (kernels/events.cu) as src/cuda/ops.rs launches them.
+struct Launches {
+    const Compaction& c;
+    cudaStream_t s;
+
+    Timing slices() const {
+        int blocks = std::min(std::max((c.n + 4095) / 4096, 1), 64);
+        const int slice = ((c.n + blocks - 1) / blocks + 511) / 512 * 512;
+        blocks = (c.n + slice - 1) / slice;
+        return chained(compact_bool, blocks, 512, c.ref, c.ref_count, slice);
+    }
+    Timing one_block() const { return chained(compact_one_block_bool, 1, 256, c.out, c.count, 0); }
+    Timing cluster() const { return chained(compact_cluster_bool, 8, 512, c.out, c.count, 0); }
+
+    template <class K> Timing chained(K kernel, int blocks, int threads, int* out, int* count, int slice) const {
         Args a = {};
         a.x = c.x;
         a.ldx = 1;
-        a.m = n;
+        a.m = c.n;
         a.n = slice;
-        a.y = c.ref;
-        a.out2 = c.ref_count;
-        auto lib = [&] { for (int i = 0; i < CHAIN; i++) launch_overlapped(s, compact_bool, blocks, 512, a); };
-        const Timing t_lib = time_call(s, lib);
-        const int cslice = ((n + 7) / 8 + 15) / 16 * 16;
+        a.y = out;
+        a.out2 = count;
+        cudaStream_t st = s;
+        return time_call(s, [=] { for (int i = 0; i < CHAIN; i++) launch_overlapped(st, kernel, blocks, threads, a); });
+    }
+};
+
+int main() {
+    cudaStream_t s = probe_stream();
+    printf("| events | slices | one block | cluster (library) | cluster 8 x 512, K 2 | cluster 8 x 512, K 8 |\n|---|---|---|---|---|---|\n");
+    for (int n : {3200, 5000, 8192, 12000, 20000, 50000, 100000, 500000}) {
+        const Compaction c(n, 250);
+        const Launches lib{c, s};
+        const Timing t_slices = lib.slices();
         bool ok = true;
-        auto cl = [&](auto kernel, int threads, int k) {
-            if (cslice > threads * 16 * k) return Timing{0, 0};
+        auto checked = [&](auto run) {
             c.poison();
-            auto call = [&] { for (int i = 0; i < CHAIN; i++) launch_overlapped(s, kernel, 8, threads, (const u8*)c.x, n, cslice, c.out, c.count); };
-            const Timing t = time_call(s, call);
+            const Timing t = run();
             ok = ok && c.same();
             return t;
         };
+        const Timing t_one = checked([&] { return lib.one_block(); });
+        const Timing t_cluster = checked([&] { return lib.cluster(); });
+        const int cslice = ((n + 7) / 8 + 15) / 16 * 16;
+        auto cl = [&](auto kernel, int threads, int k) {
+            if (cslice > threads * 16 * k) return Timing{0, 0};
+            return checked([&] {
+                return time_call(s, [&] {
+                    for (int i = 0; i < CHAIN; i++) launch_overlapped(s, kernel, 8, threads, (const u8*)c.x, n, cslice, c.out, c.count);
+                });
+            });
+        };
         const Timing c2 = cl(cluster_compact<512, 8, 2>, 512, 2);
         const Timing c8 = cl(cluster_compact<512, 8, 8>, 512, 8);
-        const Timing c8s = cl(cluster_compact<256, 8, 8>, 256, 8);
-        printf("| %d (%d blocks)%s |", n, blocks, ok ? "" : " WRONG");
-        for (Timing t : {t_lib, c2, c8, c8s}) printf(" %.2f / %.2f |", t.graph_us / CHAIN, t.event_us / CHAIN);
+        printf("| %d%s |", n, ok ? "" : " WRONG");
+        for (Timing t : {t_slices, t_one, t_cluster, c2, c8}) printf(" %.2f / %.2f |", t.graph_us / CHAIN, t.event_us / CHAIN);
         printf("\n");
     }
 }

@@ -7,15 +7,15 @@
 // before its slice itself (every block reads the events before its own, at most
 // COMPACT_BLOCKS_MAX slices of them, so no scratch and no inter-block wait), then lists its
 // slice's actives in order (common.cuh, list_active). The last block writes the count. Columns
-// of up to one tile of a small block (COMPACT_ONE_BLOCK_THREADS x 16 events) are listed by one
-// such block each, with no slices (compact_one_block). On sm_90, longer columns are listed by
-// one cluster each (compact_cluster), whose blocks read only their own events.
+// of up to three tiles of a small block (COMPACT_ONE_BLOCK_THREADS x 16 events each) are listed
+// by one such block each, with no slices (compact_one_block). On sm_90, longer columns are
+// listed by one cluster each (compact_cluster), whose blocks read only their own events.
 #include "common.cuh"
 
 #include <cooperative_groups.h>
 
 #define COMPACT_THREADS 512            // 1024 spilled list_active's strided loads (64 registers)
-#define COMPACT_ONE_BLOCK_THREADS 256  // chained, 3,200 bools: 1.05 graph µs, a 1024-thread block 1.33
+#define COMPACT_ONE_BLOCK_THREADS 256  // at 1024 the tiles chained slower (bench/probe_compact_small.cu)
 #define COUNT_BATCH 32                 // events a thread counts at once before its slice: loads with no predicate
 
 // This thread's share of count_before's count, for a spike vector of bytes on a 16-byte
@@ -91,7 +91,8 @@ template <class E> __device__ void compact(const Args& a) {
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) ((int*)a.out2)[column] = (int)(before + mine);
 }
 
-// A column of at most COMPACT_ONE_BLOCK_THREADS x 16 events listed by one block, in one tile.
+// A column listed by one block, in tiles of COMPACT_ONE_BLOCK_THREADS x 16 events (the host
+// sends it columns of up to three tiles).
 template <class E> __device__ void compact_one_block(const Args& a) {
     const int64_t column = blockIdx.y;
     const int64_t listed = list_active<COMPACT_ONE_BLOCK_THREADS>((const E*)a.x + column, a.ldx, 0, a.m, (int*)a.y + column * a.m);
