@@ -342,7 +342,7 @@ evs_status evs_context_device(const struct evs_context *ctx,
  * - `csr_plasticity`: GPU `pre_rows` (pre), `post_columns` (post); CPU `reference`
  * - `dense_plasticity`: GPU `row_stride`; CPU `reference`
  * - `bsrmm`: GPU `wgmma` (Hopper, sm_90: f16/bf16, 16-byte aligned operands), `wgmma_pairs` (the same for blocks of 64 x 64 or wider: two block rows a tile), `tiled`, `wmma` (both f16/bf16 with aligned operands; tiled for blocks of at least 64 x 32), `simt`; CPU `block_gemm` (f32), `reference`
- * - `compact`: GPU `block_slices`, `cluster_rounds` (sm_90; the default past 12,288 spikes); CPU `reference`
+ * - `compact`: GPU `block_slices`, `cluster_rounds` (sm_90; the default past 4,096 spikes); CPU `reference`
  *
  * @param ctx  the context
  * @param spec NUL-terminated list of `family:algorithm` items

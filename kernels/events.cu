@@ -7,9 +7,9 @@
 // before its slice itself (every block reads the events before its own, at most
 // COMPACT_BLOCKS_MAX slices of them, so no scratch and no inter-block wait), then lists its
 // slice's actives in order (common.cuh, list_active). The last block writes the count. Columns
-// of up to three tiles of a small block (COMPACT_ONE_BLOCK_THREADS x 16 events each) are listed
-// by one such block each, with no slices (compact_one_block). On sm_90, longer columns are
-// listed by one cluster each (compact_cluster), whose blocks read only their own events.
+// of up to one tile of a small block (COMPACT_ONE_BLOCK_THREADS x 16 events) are listed by one
+// such block each, with no slices (compact_one_block). On sm_90, longer columns are listed by
+// one cluster each (compact_cluster), whose blocks read only their own events.
 #include "common.cuh"
 
 #include <cooperative_groups.h>
@@ -92,7 +92,7 @@ template <class E> __device__ void compact(const Args& a) {
 }
 
 // A column listed by one block, in tiles of COMPACT_ONE_BLOCK_THREADS x 16 events (the host
-// sends it columns of up to three tiles).
+// sends it columns of one tile).
 template <class E> __device__ void compact_one_block(const Args& a) {
     const int64_t column = blockIdx.y;
     const int64_t listed = list_active<COMPACT_ONE_BLOCK_THREADS>((const E*)a.x + column, a.ldx, 0, a.m, (int*)a.y + column * a.m);

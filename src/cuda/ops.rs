@@ -1152,11 +1152,11 @@ pub fn bsrmm(s: &Stream, alg: Bsrmm, alpha: f64, a: &Bsr, b: &Dense, beta: f64, 
 
 /// Spikes a compaction block owns at least, and blocks at most (each block counts the spikes
 /// before its slice itself, so their reads grow with the blocks).
-const COMPACT_SLICE_MIN: usize = 4096;
+const COMPACT_SLICE_MIN: usize = plan::COMPACT_ONE_BLOCK_MAX;
 const COMPACT_BLOCKS_MAX: usize = 64;
 const COMPACT_THREADS: usize = 512;
-/// Threads of the block that lists a column of up to COMPACT_ONE_BLOCK_MAX events by itself, in
-/// tiles of 16 events a thread (kernels/events.cu, compact_one_block).
+/// Threads of the block that lists a column of up to COMPACT_ONE_BLOCK_MAX events by itself, one
+/// tile of 16 events a thread (kernels/events.cu, compact_one_block).
 const COMPACT_ONE_BLOCK_THREADS: u32 = 256;
 /// Blocks and threads of a compaction cluster (kernels/events.cu, compact_cluster).
 const COMPACT_CLUSTER: u64 = 8;
@@ -1176,7 +1176,7 @@ pub fn compact(s: &Stream, alg: Compact, spikes: &Dense, indices: &Dense, count:
 /// The active rows of each of `columns` columns of an event array (x, ldx; `listed.capacity`
 /// rows), each column's in order, with their counts (kernels/events.cu: compaction is one
 /// column), in one launch: with `block_slices` a block of COMPACT_ONE_BLOCK_THREADS a column up
-/// to COMPACT_ONE_BLOCK_MAX rows, slices of the rows per block past that; with
+/// to COMPACT_ONE_BLOCK_MAX rows (its one tile), slices of the rows per block past that; with
 /// `cluster_rounds` a cluster a column.
 fn list_event_columns(s: &Stream, alg: Compact, events: Args, (columns, dtype): (usize, DType), listed: Listed) -> Result<()> {
     let (gpu, stream) = parts(s)?;
