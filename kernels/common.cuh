@@ -374,8 +374,9 @@ __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, 
 // The active events among [start, stop) (event e at x[e * ldx]) listed in order into out, by a
 // block of THREADS threads; returns how many. A tile gives each thread 16 consecutive events
 // (bits16: one 16-byte load of bools) and a scan of one barrier places the actives (the tiles
-// alternate two buffers of warp sums): a chained one-block listing of 3,200 bools 1.70 -> 1.05
-// graph µs against byte loads and three barriers (bench/probe_compact_small.cu).
+// alternate two buffers of warp sums): the whole step 4,000 10.83 -> 9.58 graph µs for its two
+// one-block compactions against byte loads and three barriers (bench/NOTES.md, "One-block
+// compaction").
 template <int THREADS, class E>
 __device__ int64_t list_active(const E* x, int64_t ldx, int64_t start, int64_t stop, int* out) {
     __shared__ int warp_sums[2][THREADS / 32];
