@@ -297,13 +297,33 @@ __device__ __forceinline__ void write_run(const Args& a, T* out, const Entries<T
         if (written >> j & 1) blend(out + q + j, v[j], a);
 }
 
+constexpr int64_t ROUND = 32 * RUN * RUN_STEPS;  // entries a warp loads before it writes any
+
+// Asks L2 for the indices and weights of entries [q, end), at most 16 lines of each (lanes 0-15
+// the indices', 16-31 the weights'): a round's worth, so that the warp's loads of the round hit
+// L2. Without it the stream's bytes in flight are capped by the registers of 32 warps (DRAM 61 %
+// busy in ncu); one round ahead, asked right after the current round's loads, took the probe
+// from 396 to 359 µs; asked before those loads 372, two rounds ahead 393, a whole span ahead
+// 470 (bench/NOTES.md, "yw2y T: the next round asked of L2").
+template <class T> __device__ __forceinline__ void prefetch_entries(const Args& a, const T* w, int64_t q, int64_t end) {
+    if (q >= end) return;
+    const int lane = lane_id();
+    const bool weights = lane >= 16;
+    if (weights && !w) return;
+    const char* from = weights ? (const char*)(w + q) : (const char*)(a.indices + q);
+    const char* to = weights ? (const char*)(w + end) : (const char*)(a.indices + end);
+    const char* line = (const char*)((uintptr_t)from & ~(uintptr_t)127) + (lane & 15) * 128;
+    if (line < to) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+}
+
 // One row's entries [p, end) of the window at w0, a warp: RUN_STEPS runs of RUN entries a lane
-// loaded, then written.
+// loaded, the next round asked of L2 (past end: the first of the warp's next span [np, nend)),
+// then the runs written.
 template <class T, class A>
 __device__ void window_run(const Args& a, const T* w, T* out, const T* ys, int64_t w0, int64_t window, int64_t p,
-                           int64_t end, bool vectors) {
+                           int64_t end, bool vectors, int64_t np, int64_t nend) {
     constexpr int64_t STEP = 32 * RUN;
-    for (int64_t base = p / RUN * RUN; base < end; base += STEP * RUN_STEPS) {
+    for (int64_t base = p / RUN * RUN; base < end; base += ROUND) {
         Entries<T> e[RUN_STEPS];
         bool whole[RUN_STEPS];
 #pragma unroll
@@ -312,6 +332,8 @@ __device__ void window_run(const Args& a, const T* w, T* out, const T* ys, int64
             whole[s] = vectors && q < end && q + RUN <= a.nnz;  // lanes past the run load nothing
             e[s] = load_run(a, w, q, p, end, whole[s]);
         }
+        if (base + ROUND < end) prefetch_entries(a, w, base + ROUND, min(end, base + 2 * ROUND));
+        else prefetch_entries(a, w, np, min(nend, np + ROUND));
 #pragma unroll
         for (int s = 0; s < RUN_STEPS; ++s)
             write_run<T, A>(a, out, e[s], w, ys, w0, window, base + s * STEP + lane_id() * RUN, p, end, whole[s]);
@@ -319,9 +341,9 @@ __device__ void window_run(const Args& a, const T* w, T* out, const T* ys, int64
 }
 
 // The block's next row for this warp (an index into the block's rows).
-__device__ __forceinline__ int64_t take_row(unsigned long long* next) {
-    unsigned long long r = 0;
-    if (lane_id() == 0) r = atomicAdd(next, 1ull);
+__device__ __forceinline__ int64_t take_row(unsigned* next) {
+    unsigned r = 0;  // 32 bits: a native shared atomic (a 64-bit one is a CAS loop on sm_90)
+    if (lane_id() == 0) r = atomicAdd(next, 1u);
     return (int64_t)__shfl_sync(0xffffffffu, r, 0);
 }
 
@@ -341,7 +363,7 @@ template <class T> __device__ void yw2y_t_windows(const Args& a) {
     typedef typename AccOf<T>::type A;
     extern __shared__ __align__(16) unsigned char shared[];
     __shared__ int64_t rows[2];
-    __shared__ unsigned long long next;
+    __shared__ unsigned next;
     T* ys = (T*)shared;
     const int64_t slices = (a.k + SLICE_OUTPUTS - 1) / SLICE_OUTPUTS, per_row = slices + 1;
     const int64_t window_slices = dynamic_shared_bytes() / (SLICE_OUTPUTS * sizeof(T));
@@ -372,7 +394,7 @@ template <class T> __device__ void yw2y_t_windows(const Args& a) {
             while (r < count) {
                 const int64_t r_next = take_row(&next);
                 const Span next_span = r_next < count ? row_span(a, first + r_next, per_row, s0, s1, e0, e1) : Span{};
-                window_run<T, A>(a, w, out, ys, w0, window, span.p, span.end, vectors);
+                window_run<T, A>(a, w, out, ys, w0, window, span.p, span.end, vectors, next_span.p, next_span.end);
                 r = r_next, span = next_span;
             }
         }
