@@ -1,0 +1,210 @@
+// CSR plasticity post at high activity (issue #8: 5,000² x 500 a row, 10 % of the columns
+// active, target <= 5 graph µs): the library walks the active columns through the CSC mirror,
+// one scattered read-modify-write of w per entry (250,000 of them, ~110 G sectors/s of L2
+// requests, bench/NOTES.md); the other order walks every row (2.5 M column indices read
+// coalesced from L2) and updates the entries whose column is active, a bit of a shared-memory
+// mask built by each block from the events or the spike list, so that a warp's writes land in
+// the row's own lines. Variants: the column walk (as warp_per_line: warps share the listed
+// columns), and the row walk on events and on lists, a row split in SPLIT parts a warp each, U
+// runs of 32 entries a lane in flight, blocks of 1,024 or 256 threads. Each variant's w is
+// checked against a CPU pass from the same start; graph and event µs per call.
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr
+#include "probe.cuh"
+
+#include <random>
+
+struct Net {
+    int m, k;
+    const int *indptr, *indices;        // CSR
+    const int *colptr, *perm, *rowind;  // its CSC mirror
+    const unsigned char* events;        // k bools
+    const int *list, *count;            // the active columns
+    const float* trace;                 // per row (pre-synaptic)
+    float* w;
+};
+
+__device__ __forceinline__ float clipped(float v) { return fminf(fmaxf(v, -1.f), 1.f); }
+
+// Warps share the listed columns (parts a column), an entry a lane at a time.
+__global__ void columns(Net q) {
+    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31, count = *q.count, parts = count > 0 && warps > count ? warps / count : 1;
+    for (int w = warp; w < count * parts; w += warps) {
+        const int c = q.list[w / parts], part = w % parts;
+        for (int p = q.colptr[c] + part * 32 + lane; p < q.colptr[c + 1]; p += 32 * parts) {
+            float* at = q.w + q.perm[p];
+            *at = clipped(*at + q.trace[q.rowind[p]]);
+        }
+    }
+}
+
+// Bit 0 of each non-zero byte of a word, gathered into 4 bits.
+__device__ __forceinline__ unsigned nibble(unsigned word) { return ((__vcmpne4(word, 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu; }
+
+// The active columns as bits in shared memory: from the events (32 a thread, two 16-byte loads)
+// or from the list.
+template <bool EVENTS> __device__ void active_bits(const Net& q, unsigned* bits) {
+    const int words = (q.k + 31) / 32;
+    if (EVENTS) {
+        for (int wd = threadIdx.x; wd < words; wd += blockDim.x) {
+            const int e0 = wd * 32;
+            unsigned b = 0;
+            if (e0 + 32 <= q.k) {
+                const uint4 lo = *(const uint4*)(q.events + e0), hi = *(const uint4*)(q.events + e0 + 16);
+                const unsigned v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+                for (int j = 0; j < 8; j++) b |= nibble(v[j]) << (4 * j);
+            } else {
+                for (int j = 0; e0 + j < q.k; j++) b |= (unsigned)(q.events[e0 + j] != 0) << j;
+            }
+            bits[wd] = b;
+        }
+    } else {
+        for (int wd = threadIdx.x; wd < words; wd += blockDim.x) bits[wd] = 0;
+        __syncthreads();
+        const int count = *q.count;
+        for (int t = threadIdx.x; t < count; t += blockDim.x) {
+            const int c = q.list[t];
+            atomicOr(&bits[c >> 5], 1u << (c & 31));
+        }
+    }
+    __syncthreads();
+}
+
+// Every row, SPLIT parts a warp each: U runs of 32 column indices a lane loaded, then the
+// active entries' weights, then their stores.
+template <bool EVENTS, int SPLIT, int U> __global__ void rows(Net q) {
+    extern __shared__ unsigned bits[];
+    active_bits<EVENTS>(q, bits);
+    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31;
+    for (int item = warp; item < q.m * SPLIT; item += warps) {
+        const int i = item / SPLIT, part = item % SPLIT;
+        const int b = q.indptr[i], e = q.indptr[i + 1], len = (e - b + SPLIT - 1) / SPLIT;
+        const int pb = b + part * len, pe = min(e, pb + len);
+        const float t = q.trace[i];
+        for (int p0 = pb + lane; p0 < pe; p0 += 32 * U) {
+            int c[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) c[u] = p0 + 32 * u < pe ? q.indices[p0 + 32 * u] : -1;
+            bool on[U];
+            float v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                on[u] = c[u] >= 0 && (bits[c[u] >> 5] >> (c[u] & 31) & 1);
+                if (on[u]) v[u] = q.w[p0 + 32 * u];
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (on[u]) q.w[p0 + 32 * u] = clipped(v[u] + t);
+        }
+    }
+}
+
+// The same with 16-byte loads: a lane takes 4 consecutive entries (U groups of 4, 128 entries
+// apart), its weights read and written as one float4 where any of the 4 is active (the others
+// written back unchanged: no other thread touches them). Parts of a row start at multiples of 4
+// (rows here do: 500 entries).
+template <bool EVENTS, int SPLIT, int U> __global__ void rows4(Net q) {
+    extern __shared__ unsigned bits[];
+    active_bits<EVENTS>(q, bits);
+    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31;
+    for (int item = warp; item < q.m * SPLIT; item += warps) {
+        const int i = item / SPLIT, part = item % SPLIT;
+        const int b = q.indptr[i], e = q.indptr[i + 1], len = ((e - b + SPLIT - 1) / SPLIT + 3) / 4 * 4;
+        const int pb = b + part * len, pe = min(e, pb + len);
+        const float t = q.trace[i];
+        for (int p0 = pb + 4 * lane; p0 < pe; p0 += 128 * U) {
+            int4 c[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) c[u] = p0 + 128 * u < pe ? *(const int4*)(q.indices + p0 + 128 * u) : make_int4(-1, -1, -1, -1);
+            unsigned on[U];
+            float4 v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int cs[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
+                on[u] = 0;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    on[u] |= (unsigned)(cs[j] >= 0 && p0 + 128 * u + j < pe && (bits[cs[j] >> 5] >> (cs[j] & 31) & 1)) << j;
+                if (on[u]) v[u] = *(const float4*)(q.w + p0 + 128 * u);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (!on[u]) continue;
+                float4 r = v[u];
+                if (on[u] & 1) r.x = clipped(r.x + t);
+                if (on[u] & 2) r.y = clipped(r.y + t);
+                if (on[u] & 4) r.z = clipped(r.z + t);
+                if (on[u] & 8) r.w = clipped(r.w + t);
+                *(float4*)(q.w + p0 + 128 * u) = r;
+            }
+        }
+    }
+}
+
+int main(int argc, char** argv) {
+    const int M = 5000, K = 5000, ROW = 500, ONE_IN = argc > 1 ? atoi(argv[1]) : 10;
+    std::mt19937 rng(7);
+    std::vector<int> indptr(M + 1), indices;
+    for (int i = 0; i < M; i++) {
+        std::vector<char> used(K, 0);
+        std::vector<int> row;
+        while ((int)row.size() < ROW) {
+            const int c = rng() % K;
+            if (!used[c]) used[c] = 1, row.push_back(c);
+        }
+        std::sort(row.begin(), row.end());
+        indices.insert(indices.end(), row.begin(), row.end());
+        indptr[i + 1] = (int)indices.size();
+    }
+    const int nnz = (int)indices.size();
+    std::vector<int> colptr(K + 1, 0), perm(nnz), rowind(nnz);
+    for (int c : indices) colptr[c + 1]++;
+    for (int c = 0; c < K; c++) colptr[c + 1] += colptr[c];
+    std::vector<int> fill(colptr.begin(), colptr.end() - 1);
+    for (int i = 0; i < M; i++)
+        for (int p = indptr[i]; p < indptr[i + 1]; p++) perm[fill[indices[p]]] = p, rowind[fill[indices[p]]++] = i;
+    std::vector<unsigned char> events(K + 64, 0);
+    std::vector<int> list;
+    for (int c = 0; c < K; c++)
+        if (rng() % ONE_IN == 0) events[c] = 1, list.push_back(c);
+    const int count = (int)list.size();
+    std::vector<float> trace(M), w0(nnz);
+    for (auto& t : trace) t = (rng() % 1000) / 1e4f;
+    for (auto& v : w0) v = (rng() % 1000) / 1e3f - 0.5f;
+    std::vector<float> ref(w0);
+    for (int i = 0; i < M; i++)
+        for (int p = indptr[i]; p < indptr[i + 1]; p++)
+            if (events[indices[p]]) ref[p] = std::min(std::max(w0[p] + trace[i], -1.f), 1.f);
+
+    Net q{M, K, upload(indptr), upload(indices), upload(colptr), upload(perm), upload(rowind), upload(events),
+          upload(list), upload(std::vector<int>{count}), upload(trace), upload(w0)};
+    cudaStream_t s = probe_stream();
+    int sms;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const size_t bits_bytes = (K + 31) / 32 * 4;
+    printf("post %d² x %d a row, %d active columns (1 in %d), %d entries to update\n", M, ROW, count, ONE_IN,
+           colptr.back() ? (int)std::count_if(indices.begin(), indices.end(), [&](int c) { return events[c]; }) : 0);
+    printf("| variant | blocks x threads | graph µs | event µs | max error |\n|---|---|---|---|---|\n");
+    auto run = [&](const char* name, auto kernel, int blocks, int threads, size_t shared) {
+        auto call = [&] { kernel<<<blocks, threads, shared, s>>>(q); };
+        CK(cudaMemcpy(q.w, w0.data(), nnz * 4, cudaMemcpyHostToDevice));
+        call();
+        CK(cudaStreamSynchronize(s));
+        const double err = max_error(q.w, ref);
+        const Timing t = time_call(s, call);
+        printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
+    };
+    for (int round = 0; round < 2; round++) {
+        run("columns (list)", columns, sms * 8, 256, 0);
+        run("rows, events, split 4, U 4", rows<true, 4, 4>, sms * 8, 256, bits_bytes);
+        run("rows, events, split 8, U 2", rows<true, 8, 2>, sms * 8, 256, bits_bytes);
+        run("rows4, events, split 4, U 1", rows4<true, 4, 1>, sms * 8, 256, bits_bytes);
+        run("rows4, events, split 2, U 2", rows4<true, 2, 2>, sms * 8, 256, bits_bytes);
+        run("rows4, events, split 8, U 1", rows4<true, 8, 1>, sms * 8, 256, bits_bytes);
+        run("rows4, events, split 4, U 1", rows4<true, 4, 1>, sms * 4, 256, bits_bytes);
+        run("rows4, list, split 4, U 1", rows4<false, 4, 1>, sms * 8, 256, bits_bytes);
+    }
+}
