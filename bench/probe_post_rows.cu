@@ -71,18 +71,25 @@ template <bool EVENTS> __device__ void active_bits(const Net& q, unsigned* bits)
     __syncthreads();
 }
 
+// f(begin, end, trace of the row) for this warp's parts of rows, SPLIT parts a row, each
+// starting at a multiple of ALIGN entries past the row's start.
+template <int SPLIT, int ALIGN, class F> __device__ void each_row_part(const Net& q, F f) {
+    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    for (int item = warp; item < q.m * SPLIT; item += warps) {
+        const int i = item / SPLIT, part = item % SPLIT;
+        const int b = q.indptr[i], e = q.indptr[i + 1], len = ((e - b + SPLIT - 1) / SPLIT + ALIGN - 1) / ALIGN * ALIGN;
+        const int pb = b + part * len;
+        f(pb, min(e, pb + len), q.trace[i]);
+    }
+}
+
 // Every row, SPLIT parts a warp each: U runs of 32 column indices a lane loaded, then the
 // active entries' weights, then their stores.
 template <bool EVENTS, int SPLIT, int U> __global__ void rows(Net q) {
     extern __shared__ unsigned bits[];
     active_bits<EVENTS>(q, bits);
-    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31;
-    for (int item = warp; item < q.m * SPLIT; item += warps) {
-        const int i = item / SPLIT, part = item % SPLIT;
-        const int b = q.indptr[i], e = q.indptr[i + 1], len = (e - b + SPLIT - 1) / SPLIT;
-        const int pb = b + part * len, pe = min(e, pb + len);
-        const float t = q.trace[i];
+    each_row_part<SPLIT, 1>(q, [&](int pb, int pe, float t) {
         for (int p0 = pb + lane; p0 < pe; p0 += 32 * U) {
             int c[U];
 #pragma unroll
@@ -98,7 +105,7 @@ template <bool EVENTS, int SPLIT, int U> __global__ void rows(Net q) {
             for (int u = 0; u < U; u++)
                 if (on[u]) q.w[p0 + 32 * u] = clipped(v[u] + t);
         }
-    }
+    });
 }
 
 // The same with 16-byte loads: a lane takes 4 consecutive entries (U groups of 4, 128 entries
@@ -108,13 +115,8 @@ template <bool EVENTS, int SPLIT, int U> __global__ void rows(Net q) {
 template <bool EVENTS, int SPLIT, int U> __global__ void rows4(Net q) {
     extern __shared__ unsigned bits[];
     active_bits<EVENTS>(q, bits);
-    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31;
-    for (int item = warp; item < q.m * SPLIT; item += warps) {
-        const int i = item / SPLIT, part = item % SPLIT;
-        const int b = q.indptr[i], e = q.indptr[i + 1], len = ((e - b + SPLIT - 1) / SPLIT + 3) / 4 * 4;
-        const int pb = b + part * len, pe = min(e, pb + len);
-        const float t = q.trace[i];
+    each_row_part<SPLIT, 4>(q, [&](int pb, int pe, float t) {
         for (int p0 = pb + 4 * lane; p0 < pe; p0 += 128 * U) {
             int4 c[U];
 #pragma unroll
@@ -141,7 +143,7 @@ template <bool EVENTS, int SPLIT, int U> __global__ void rows4(Net q) {
                 *(float4*)(q.w + p0 + 128 * u) = r;
             }
         }
-    }
+    });
 }
 
 int main(int argc, char** argv) {
