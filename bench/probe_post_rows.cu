@@ -21,6 +21,9 @@ struct Net {
     const int *list, *count;            // the active columns
     const float* trace;                 // per row (pre-synaptic)
     float* w;
+    int nnz;
+    const int3* runs;  // per run of 32 entries: its first entry's row, the lane where the next
+                       // non-empty row begins (32: none), that row (rows_even; kept at analysis)
 };
 
 __device__ __forceinline__ float clipped(float v) { return fminf(fmaxf(v, -1.f), 1.f); }
@@ -146,6 +149,36 @@ template <bool EVENTS, int SPLIT, int U> __global__ void rows4(Net q) {
     });
 }
 
+// Every entry in even shares, so that a warp's trips do not repeat per row part: warp w takes R
+// runs of 32 entries from run R w, loads all their column indices and run records (one trip),
+// then the live entries' weights and their rows' traces (a second), then stores. A run's record
+// (kept at analysis, 12 bytes a run here) says which row each lane's entry is in without
+// indptr. R trades registers (about 5 a run) against the runs in flight.
+template <bool EVENTS, int R> __global__ void rows_even(Net q) {
+    extern __shared__ unsigned bits[];
+    active_bits<EVENTS>(q, bits);
+    const int lane = threadIdx.x & 31, run0 = (blockIdx.x * blockDim.x + threadIdx.x) / 32 * R;
+    const int runs = (q.nnz + 31) / 32;
+    int c[R];
+    int3 run[R];
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        const int p = (run0 + j) * 32 + lane;
+        c[j] = p < q.nnz ? q.indices[p] : -1;
+        run[j] = run0 + j < runs ? q.runs[run0 + j] : make_int3(0, 32, 0);
+    }
+    bool on[R];
+    float v[R], t[R];
+#pragma unroll
+    for (int j = 0; j < R; j++) {
+        on[j] = c[j] >= 0 && (bits[c[j] >> 5] >> (c[j] & 31) & 1);
+        if (on[j]) v[j] = q.w[(run0 + j) * 32 + lane], t[j] = q.trace[lane < run[j].y ? run[j].x : run[j].z];
+    }
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        if (on[j]) q.w[(run0 + j) * 32 + lane] = clipped(v[j] + t[j]);
+}
+
 int main(int argc, char** argv) {
     const int M = 5000, K = 5000, ROW = 500, ONE_IN = argc > 1 ? atoi(argv[1]) : 10;
     std::mt19937 rng(7);
@@ -168,6 +201,14 @@ int main(int argc, char** argv) {
     std::vector<int> fill(colptr.begin(), colptr.end() - 1);
     for (int i = 0; i < M; i++)
         for (int p = indptr[i]; p < indptr[i + 1]; p++) perm[fill[indices[p]]] = p, rowind[fill[indices[p]]++] = i;
+    // the run records of rows_even: rows of 500 entries meet at most one row start a run
+    std::vector<int3> runs((nnz + 31) / 32);
+    for (int r = 0, i = 0; r < (int)runs.size(); r++) {
+        while (indptr[i + 1] <= 32 * r) i++;
+        int next = i + 1;
+        while (next < M && indptr[next + 1] == indptr[next]) next++;  // past empty rows
+        runs[r] = make_int3(i, next < M ? std::min(32, indptr[next] - 32 * r) : 32, next < M ? next : i);
+    }
     std::vector<unsigned char> events(K + 64, 0);
     std::vector<int> list;
     for (int c = 0; c < K; c++)
@@ -182,7 +223,7 @@ int main(int argc, char** argv) {
             if (events[indices[p]]) ref[p] = std::min(std::max(w0[p] + trace[i], -1.f), 1.f);
 
     Net q{M, K, upload(indptr), upload(indices), upload(colptr), upload(perm), upload(rowind), upload(events),
-          upload(list), upload(std::vector<int>{count}), upload(trace), upload(w0)};
+          upload(list), upload(std::vector<int>{count}), upload(trace), upload(w0), nnz, upload(runs)};
     cudaStream_t s = probe_stream();
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -199,7 +240,14 @@ int main(int argc, char** argv) {
         const Timing t = time_call(s, call);
         printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
     };
+    const int runs_total = (nnz + 31) / 32;
+    auto even_blocks = [&](int r) { return (runs_total + 8 * r - 1) / (8 * r); };  // 8 warps a block
     for (int round = 0; round < 2; round++) {
+        run("rows_even, events, R 2", rows_even<true, 2>, even_blocks(2), 256, bits_bytes);
+        run("rows_even, events, R 4", rows_even<true, 4>, even_blocks(4), 256, bits_bytes);
+        run("rows_even, events, R 6", rows_even<true, 6>, even_blocks(6), 256, bits_bytes);
+        run("rows_even, events, R 8", rows_even<true, 8>, even_blocks(8), 256, bits_bytes);
+        run("rows_even, list, R 4", rows_even<false, 4>, even_blocks(4), 256, bits_bytes);
         run("columns (list)", columns, sms * 8, 256, 0);
         run("rows, events, split 4, U 4", rows<true, 4, 4>, sms * 8, 256, bits_bytes);
         run("rows, events, split 8, U 2", rows<true, 8, 2>, sms * 8, 256, bits_bytes);
