@@ -28,12 +28,13 @@ struct Net {
 
 __device__ __forceinline__ float clipped(float v) { return fminf(fmaxf(v, -1.f), 1.f); }
 
-// Warps share the listed columns (parts a column), an entry a lane at a time.
-__global__ void columns(Net q) {
+// The grid's warps share `count` live columns (parts a column; column t is col(t)), an entry a
+// lane at a time.
+template <class Col> __device__ void column_walk(const Net& q, int count, Col col) {
     const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const int lane = threadIdx.x & 31, count = *q.count, parts = count > 0 && warps > count ? warps / count : 1;
+    const int lane = threadIdx.x & 31, parts = count > 0 && warps > count ? warps / count : 1;
     for (int w = warp; w < count * parts; w += warps) {
-        const int c = q.list[w / parts], part = w % parts;
+        const int c = col(w / parts), part = w % parts;
         for (int p = q.colptr[c] + part * 32 + lane; p < q.colptr[c + 1]; p += 32 * parts) {
             float* at = q.w + q.perm[p];
             *at = clipped(*at + q.trace[q.rowind[p]]);
@@ -41,8 +42,28 @@ __global__ void columns(Net q) {
     }
 }
 
+// The library's shape on a spike list: the listed columns through the CSC mirror.
+__global__ void columns(Net q) {
+    column_walk(q, *q.count, [&](int t) { return q.list[t]; });
+}
+
 // Bit 0 of each non-zero byte of a word, gathered into 4 bits.
 __device__ __forceinline__ unsigned nibble(unsigned word) { return ((__vcmpne4(word, 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu; }
+
+// Word wd of the live columns' mask: events 32 wd to 32 wd + 31 (two 16-byte loads).
+__device__ __forceinline__ unsigned event_word(const Net& q, int wd) {
+    const int e0 = wd * 32;
+    unsigned b = 0;
+    if (e0 + 32 <= q.k) {
+        const uint4 lo = *(const uint4*)(q.events + e0), hi = *(const uint4*)(q.events + e0 + 16);
+        const unsigned v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++) b |= nibble(v[j]) << (4 * j);
+    } else {
+        for (int j = 0; e0 + j < q.k; j++) b |= (unsigned)(q.events[e0 + j] != 0) << j;
+    }
+    return b;
+}
 
 // The active columns as bits in shared memory: from the events (32 a thread, two 16-byte loads)
 // or from the list.
@@ -50,17 +71,7 @@ template <bool EVENTS> __device__ void active_bits(const Net& q, unsigned* bits)
     const int words = (q.k + 31) / 32;
     if (EVENTS) {
         for (int wd = threadIdx.x; wd < words; wd += blockDim.x) {
-            const int e0 = wd * 32;
-            unsigned b = 0;
-            if (e0 + 32 <= q.k) {
-                const uint4 lo = *(const uint4*)(q.events + e0), hi = *(const uint4*)(q.events + e0 + 16);
-                const unsigned v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-                for (int j = 0; j < 8; j++) b |= nibble(v[j]) << (4 * j);
-            } else {
-                for (int j = 0; e0 + j < q.k; j++) b |= (unsigned)(q.events[e0 + j] != 0) << j;
-            }
-            bits[wd] = b;
+            bits[wd] = event_word(q, wd);
         }
     } else {
         for (int wd = threadIdx.x; wd < words; wd += blockDim.x) bits[wd] = 0;
@@ -154,29 +165,66 @@ template <bool EVENTS, int SPLIT, int U> __global__ void rows4(Net q) {
 // then the live entries' weights and their rows' traces (a second), then stores. A run's record
 // (kept at analysis, 12 bytes a run here) says which row each lane's entry is in without
 // indptr. R trades registers (about 5 a run) against the runs in flight.
+template <int R> __device__ void even_runs(const Net& q, const unsigned* bits) {
+    const int lane = threadIdx.x & 31, runs = (q.nnz + 31) / 32;
+    const int warps = gridDim.x * blockDim.x / 32;
+    for (int run0 = (blockIdx.x * blockDim.x + threadIdx.x) / 32 * R; run0 < runs; run0 += warps * R) {
+        int c[R];
+        int3 run[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const int p = (run0 + j) * 32 + lane;
+            c[j] = p < q.nnz ? q.indices[p] : -1;
+            run[j] = run0 + j < runs ? q.runs[run0 + j] : make_int3(0, 32, 0);
+        }
+        bool on[R];
+        float v[R], t[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            on[j] = c[j] >= 0 && (bits[c[j] >> 5] >> (c[j] & 31) & 1);
+            if (on[j]) v[j] = q.w[(run0 + j) * 32 + lane], t[j] = q.trace[lane < run[j].y ? run[j].x : run[j].z];
+        }
+#pragma unroll
+        for (int j = 0; j < R; j++)
+            if (on[j]) q.w[(run0 + j) * 32 + lane] = clipped(v[j] + t[j]);
+    }
+}
+
 template <bool EVENTS, int R> __global__ void rows_even(Net q) {
     extern __shared__ unsigned bits[];
     active_bits<EVENTS>(q, bits);
-    const int lane = threadIdx.x & 31, run0 = (blockIdx.x * blockDim.x + threadIdx.x) / 32 * R;
-    const int runs = (q.nnz + 31) / 32;
-    int c[R];
-    int3 run[R];
-#pragma unroll
-    for (int j = 0; j < R; j++) {
-        const int p = (run0 + j) * 32 + lane;
-        c[j] = p < q.nnz ? q.indices[p] : -1;
-        run[j] = run0 + j < runs ? q.runs[run0 + j] : make_int3(0, 32, 0);
+    even_runs<R>(q, bits);
+}
+
+// The library's shape of it on an event vector of up to 8,192 neurons (blocks of 256, a word of
+// the mask a thread): each block builds the mask, counts it in one scan, and walks the rows in
+// even shares where at least k / 16 columns are live, else the live columns through the CSC
+// mirror, listed from the mask (fewer than k / 16 <= 512 of them). One launch either way; the
+// count never leaves the device.
+constexpr int EVEN_THREADS = 256, EVEN_WORDS = EVEN_THREADS, SPARSE_MAX = EVEN_WORDS * 32 / 16;
+template <int R> __global__ void __launch_bounds__(EVEN_THREADS) post_even(Net q) {
+    __shared__ unsigned bits[EVEN_WORDS];
+    __shared__ unsigned short listed[SPARSE_MAX];
+    __shared__ int warp_sums[EVEN_THREADS / 32];
+    const int t = threadIdx.x, lane = t & 31, warp = t / 32;
+    const unsigned word = t < (q.k + 31) / 32 ? event_word(q, t) : 0;
+    bits[t] = word;
+    int inclusive = __popc(word);
+    for (int o = 1; o < 32; o <<= 1) {
+        const int n = __shfl_up_sync(~0u, inclusive, o);
+        if (lane >= o) inclusive += n;
     }
-    bool on[R];
-    float v[R], t[R];
-#pragma unroll
-    for (int j = 0; j < R; j++) {
-        on[j] = c[j] >= 0 && (bits[c[j] >> 5] >> (c[j] & 31) & 1);
-        if (on[j]) v[j] = q.w[(run0 + j) * 32 + lane], t[j] = q.trace[lane < run[j].y ? run[j].x : run[j].z];
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    int count = 0, at = inclusive - __popc(word);
+    for (int w = 0; w < EVEN_THREADS / 32; w++) count += warp_sums[w], at += w < warp ? warp_sums[w] : 0;
+    if (count * 16 >= q.k) {
+        even_runs<R>(q, bits);
+        return;
     }
-#pragma unroll
-    for (int j = 0; j < R; j++)
-        if (on[j]) q.w[(run0 + j) * 32 + lane] = clipped(v[j] + t[j]);
+    for (unsigned b = word; b; b &= b - 1) listed[at++] = (unsigned short)(t * 32 + __ffs(b) - 1);
+    __syncthreads();
+    column_walk(q, count, [&](int i) { return (int)listed[i]; });
 }
 
 int main(int argc, char** argv) {
@@ -248,6 +296,8 @@ int main(int argc, char** argv) {
         run("rows_even, events, R 6", rows_even<true, 6>, even_blocks(6), 256, bits_bytes);
         run("rows_even, events, R 8", rows_even<true, 8>, even_blocks(8), 256, bits_bytes);
         run("rows_even, list, R 4", rows_even<false, 4>, even_blocks(4), 256, bits_bytes);
+        run("post_even (one launch, chooses), R 4", post_even<4>, sms * 8, EVEN_THREADS, 0);
+        run("post_even (one launch, chooses), R 6", post_even<6>, sms * 8, EVEN_THREADS, 0);
         run("columns (list)", columns, sms * 8, 256, 0);
         run("rows, events, split 4, U 4", rows<true, 4, 4>, sms * 8, 256, bits_bytes);
         run("rows, events, split 8, U 2", rows<true, 8, 2>, sms * 8, 256, bits_bytes);
