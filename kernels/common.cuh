@@ -129,6 +129,8 @@ struct Args {
     int64_t n_chunks;
     const unsigned* slice_offsets;  // per row, where its entries of each output slice begin (below)
     int64_t slice_width;    // outputs of a slice where it is not SLICE_OUTPUTS (N's column slices)
+    const int4* runs;       // per run of 32 CSR entries: its first entry's row, the lane where the
+                            // next non-empty row starts (32: none), that row (csr_post_even)
     const void* x;          // input (vector = one column)
     int64_t ldx;
     void* y;                // output
@@ -449,12 +451,16 @@ template <class T, class A> __device__ __forceinline__ void blend(T* slot, A res
     put(slot, v);
 }
 
-// w = clip(w + delta, lo, hi), in accumulator precision; NaN passes through as on the CPU.
-template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A delta, const Args& a) {
-    A v = A(to_f(*w)) + delta;
+// *w = clip(v, lo, hi); NaN passes through as on the CPU.
+template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, const Args& a) {
     if (v < A(a.lo)) v = A(a.lo);
     else if (v > A(a.hi)) v = A(a.hi);
     put(w, v);
+}
+
+// w = clip(w + delta, lo, hi), in accumulator precision.
+template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A delta, const Args& a) {
+    clip_put(w, A(to_f(*w)) + delta, a);
 }
 
 // The lines of a matrix a kernel walks. CsrWalk: row i, whose entry p reads input

@@ -19,6 +19,20 @@ template <class T, class Walk> struct AddTrace {
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
+// The grid's warps share `count` listed lines (line t is line_at(t), its input value_at(line)):
+// warp w takes line w / parts, part w % parts of its entries.
+template <class Walk, class Work, class LineAt, class ValueAt>
+__device__ void share_lines(const Args& a, Work& work, int count, LineAt line_at, ValueAt value_at) {
+    const unsigned warps = (unsigned)warps_in_grid();
+    const unsigned parts = count > 0 && warps > (unsigned)count ? warps / count : 1;
+    for (unsigned w = (unsigned)warp_id(); w < count * parts; w += warps) {
+        const int64_t line = line_at(w / parts);
+        const typename Work::Acc v = value_at(line);
+        line_entries(Walk::begin(a, line), Walk::end(a, line), w % parts, parts,
+                     [&](int64_t p) { work.apply(a, work.load(a, p), v); });
+    }
+}
+
 // An event vector in one launch: every block lists the whole vector itself, a window of
 // LINES_THREADS * WINDOW_RUN neurons at a time (each_window), and the grid's warps share each
 // window's live lines as they share a spike list's (warp w: line w / parts, part w % parts of
@@ -28,16 +42,80 @@ template <class In, class Walk, class Work> __device__ void windowed_lines(const
     typedef typename Work::Acc A;
     __shared__ __align__(16) unsigned short window[LINES_THREADS * WINDOW_RUN];
     Work work;
-    const unsigned warps = (unsigned)warps_in_grid();
     each_window<LINES_THREADS, A, In>(a, 0, Walk::count(a), window, [&](int count, auto line_at, auto value_at) {
-        const unsigned parts = count > 0 && warps > (unsigned)count ? warps / count : 1;
-        for (unsigned w = (unsigned)warp_id(); w < count * parts; w += warps) {
-            const int64_t line = line_at(w / parts);
-            const A v = value_at(line);
-            line_entries(Walk::begin(a, line), Walk::end(a, line), w % parts, parts,
-                         [&](int64_t p) { work.apply(a, work.load(a, p), v); });
-        }
+        share_lines<Walk>(a, work, count, line_at, value_at);
     });
+}
+
+// Post on an event vector of up to POST_EVEN_COLUMNS neurons where analysis kept the run records
+// (a.runs: every non-empty row has 32 entries or more, src/core/plan.rs `post_runs_kept`), in
+// one launch of 8 blocks an SM. Each block builds the live columns' mask (a word a thread) and
+// counts it in one scan. With many live (POST_ROWS_SHARE_DIV) it walks every entry in even
+// shares (even_runs): a warp loads POST_EVEN_RUNS runs' column indices and records in one trip,
+// the live entries' weights and their rows' traces in a second, then stores, and each warp's
+// weights are its runs' own lines. Else it lists the live columns from the mask and the grid's
+// warps share them through the CSC mirror, as windowed_lines does. The choice is the count's, on
+// the device. 5,000² x 500 (bench/probe_post_rows.cu, bench/NOTES.md "Post by rows"): the
+// column walk 8.6 graph µs at 10 % live and 3.8 at 2.5 %, a row walk 6.2 and 5.9.
+#define POST_EVEN_THREADS 256
+#define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 32)  // src/core/plan.rs POST_EVEN_COLUMNS
+#define POST_EVEN_RUNS 4
+// 32 registers; f64 inputs 48 (at 6 blocks they spilled; f64 weights too keep 8 bytes)
+#define POST_EVEN_BLOCKS_PER_SM(In) (sizeof(In) == 8 ? 5 : 8)
+#define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
+
+template <class T> __device__ void even_runs(const Args& a, const unsigned* live) {
+    typedef typename AccOf<T>::type A;
+    constexpr int R = POST_EVEN_RUNS;
+    T* w = (T*)a.weights;
+    const T* trace = (const T*)a.aux;
+    const int lane = lane_id();
+    const int64_t runs = (a.nnz + 31) / 32, warps = warps_in_grid();
+    for (int64_t run0 = warp_id() * R; run0 < runs; run0 += warps * R) {
+        int c[R];
+        int4 run[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const int64_t p = (run0 + j) * 32 + lane;
+            c[j] = p < a.nnz ? a.indices[p] : -1;
+            run[j] = run0 + j < runs ? a.runs[run0 + j] : make_int4(0, 32, 0, 0);
+        }
+        bool on[R];
+        A v[R], delta[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            on[j] = c[j] >= 0 && (live[c[j] >> 5] >> (c[j] & 31) & 1);
+            if (on[j]) {
+                v[j] = A(to_f(w[(run0 + j) * 32 + lane]));
+                delta[j] = A(to_f(trace[lane < run[j].y ? run[j].x : run[j].z]));
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < R; j++)
+            if (on[j]) clip_put(w + (run0 + j) * 32 + lane, v[j] + delta[j], a);
+    }
+}
+
+template <class T, class In> __device__ void csr_post_even(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    __shared__ unsigned live[POST_EVEN_THREADS];
+    __shared__ unsigned short listed[POST_EVEN_COLUMNS / POST_ROWS_SHARE_DIV];
+    __shared__ int warp_sums[POST_EVEN_THREADS / 32];
+    const int t = threadIdx.x;
+    auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
+    const In* x = (const In*)a.x;
+    const unsigned word = bits16(x, a.ldx, 32 * t, a.k, on) | bits16(x, a.ldx, 32 * t + 16, a.k, on) << 16;
+    live[t] = word;
+    int count;
+    int at = block_exclusive_sum_in<POST_EVEN_THREADS>(__popc(word), &count, warp_sums);  // its barrier publishes live
+    if ((int64_t)count * POST_ROWS_SHARE_DIV >= a.k) {  // block-uniform
+        even_runs<T>(a, live);
+        return;
+    }
+    for (unsigned b = word; b; b &= b - 1) listed[at++] = (unsigned short)(32 * t + __ffs(b) - 1);
+    __syncthreads();
+    AddTrace<T, CscWalk> work;
+    share_lines<CscWalk>(a, work, count, [&](int i) { return (int64_t)listed[i]; }, [](int64_t) { return A(1); });
 }
 
 // CSR pre (CsrWalk) or post (CscWalk): a spike list a warp per listed line, an event vector
@@ -95,10 +173,12 @@ template <class T, class In> __device__ void dense_post(const Args& a) {
 #define CSR_PLASTICITY(T, TN, E, EN)                                                                  \
     EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (LINES_THREADS), (csr_plasticity<T, E, CsrWalk>))          \
     EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (LINES_THREADS), (csr_plasticity<T, E, CscWalk>))
+#define CSR_POST_EVEN(T, TN, E, EN) EVS_WEIGHTS_KERNEL(csr_post_even_##TN##_##EN, (POST_EVEN_THREADS, POST_EVEN_BLOCKS_PER_SM(E)), (csr_post_even<T, E>))
 #define DENSE_PLASTICITY(T, TN, E, EN)                                                 \
     EVS_KERNEL(dense_pre_##TN##_##EN, (PLASTICITY_THREADS), (dense_pre<T, E>))         \
     EVS_KERNEL(dense_post_##TN##_##EN, (PLASTICITY_THREADS), (dense_post<T, E>))
 #define PLASTICITY_ALL(T, TN)                    \
     EVS_FOR_SPIKE_INPUTS(CSR_PLASTICITY, T, TN)  \
+    EVS_FOR_INPUTS(CSR_POST_EVEN, T, TN)         \
     EVS_FOR_SPIKE_INPUTS(DENSE_PLASTICITY, T, TN)
 EVS_FOR_FLOATS(PLASTICITY_ALL)

@@ -1154,27 +1154,57 @@ fn csr_plasticity_matches_cpu() {
                     } else {
                         pattern(&mut p.rng)
                     };
-                    let (dev_a, cpu_a, _) = csr_both(p, &pat, t, false);
-                    let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
-                    let spikes = p.spikes(e, n_spikes, false);
-                    let tv = p.values(n_trace, 10);
-                    let trace = p.both(t, (1, n_trace, 1), &tv);
-                    let (lo, hi) = bounds(p);
-                    let what = format!("csr plasticity post={post} {}", e.name());
-                    if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, spikes.dev(), &trace.dev, lo, hi)) {
-                        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
-                        let weights = |a: &Csr| match &a.weights {
-                            evsparse::core::csr::Weights::Hetero(w) => {
-                                Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz)
-                            }
-                            _ => unreachable!(),
-                        };
-                        p.compare(&what, &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
-                    }
+                    let spikes = p.spikes(e, if post { pat.k } else { pat.m }, false);
+                    csr_plasticity_case(p, t, post, &pat, spikes, e.name());
                 }
             }
         }
     });
+}
+
+/// Post on event vectors where analysis keeps run records (columns up to 8,192, no non-empty
+/// row under 32 entries: plan::post_runs_kept), which the GPU walks in one launch, every entry in
+/// even shares where many columns are live and the live columns through the CSC mirror
+/// otherwise (kernels/plasticity.cu, `csr_post_even`): rows of 32 to 2,048 entries with empty
+/// ones and repeated columns, 1 / 7 / 40 % live, every event dtype; and matrices just outside
+/// (a row of 31 entries, 8,193 columns), which keep the windowed walk.
+#[test]
+fn csr_post_even_matches_cpu() {
+    let mut p = Pair::new();
+    for t in FLOATS {
+        for (m, k, per_row) in
+            [(3000, 5000, 40), (40, 8192, 2048), (300, 700, 500), (200, 8192, 32), (500, 3000, 31), (100, 8193, 40)]
+        {
+            let pat = random_rows(&mut p.rng, (m, k), 6, |rng| if rng.below(9) == 0 { 0 } else { per_row });
+            for share in [1, 7, 40] {
+                let sv: Vec<f64> = (0..k).map(|_| (p.rng.below(100) < share) as u8 as f64).collect();
+                let spikes = SpikesBoth::Events(p.both(DType::Bool, (1, k, 1), &sv));
+                csr_plasticity_case(&mut p, t, true, &pat, spikes, &format!("bool, {share} % live"));
+            }
+            for e in EVENTS {
+                let spikes = p.spikes(e, k, false);
+                csr_plasticity_case(&mut p, t, true, &pat, spikes, e.name());
+            }
+        }
+    }
+}
+
+/// CSR plasticity (pre or post) on one pattern and spike input, the device against the CPU.
+fn csr_plasticity_case(p: &mut Pair, t: DType, post: bool, pat: &Pattern, spikes: SpikesBoth, input: &str) {
+    let (dev_a, cpu_a, _) = csr_both(p, pat, t, false);
+    let n_trace = if post { pat.m } else { pat.k };
+    let tv = p.values(n_trace, 10);
+    let trace = p.both(t, (1, n_trace, 1), &tv);
+    let (lo, hi) = bounds(p);
+    let what = format!("csr plasticity {}x{} post={post} {input}", pat.m, pat.k);
+    if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, spikes.dev(), &trace.dev, lo, hi)) {
+        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
+        let weights = |a: &Csr| match &a.weights {
+            evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
+            _ => unreachable!(),
+        };
+        p.compare(&what, &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
+    }
 }
 
 #[test]

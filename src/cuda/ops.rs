@@ -946,6 +946,14 @@ pub fn csr_plasticity(
         CsrPlasticity::PreRows => CSR_PRE,
     };
     let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
+    if let (Spikes::Events(x), CsrPlasticity::PostColumns) = (spikes, alg) {
+        if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
+            let per_sm = if x.dtype.size() == 8 { POST_EVEN_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM };
+            let grid = Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (POST_EVEN_THREADS, 1));
+            let args = Args { runs: runs.addr(), ..event_args(x, base) };
+            return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
+        }
+    }
     // an event vector of one window is listed by every block of the one launch (windowed_lines)
     if let Spikes::Events(x) = spikes {
         if x.rows <= WINDOWED_MAX_NEURONS {
@@ -976,6 +984,12 @@ pub fn csr_plasticity(
 const WINDOWED_MAX_NEURONS: usize = LINES_THREADS as usize * WINDOW_RUN;
 /// Inputs a thread of an `each_window` listing tests (kernels/common.cuh, WINDOW_RUN).
 const WINDOW_RUN: usize = 32;
+/// Post on an event vector whose matrix keeps run records (`plan::post_runs_kept`) runs
+/// `csr_post_even` (kernels/plasticity.cu): blocks of this many threads, as many an SM as its
+/// registers allow (32; 48 for f64 inputs).
+const POST_EVEN_THREADS: u32 = 256;
+const POST_EVEN_BLOCKS_PER_SM: u64 = 8;
+const POST_EVEN_BLOCKS_PER_SM_F64: u64 = 5;
 /// Blocks per SM of windowed_lines (16 KB of shared memory each).
 const WINDOWED_BLOCKS_PER_SM: u64 = 4;
 
