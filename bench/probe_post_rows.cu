@@ -5,10 +5,13 @@
 // coalesced from L2) and updates the entries whose column is active, a bit of a shared-memory
 // mask built by each block from the events or the spike list, so that a warp's writes land in
 // the row's own lines. Variants: the column walk (as warp_per_line: warps share the listed
-// columns), and the row walk on events and on lists, a row split in SPLIT parts a warp each, U
-// runs of 32 entries a lane in flight, blocks of 1,024 or 256 threads. Each variant's w is
-// checked against a CPU pass from the same start; graph and event µs per call.
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr
+// columns); the row walk on events and on lists, a row split in SPLIT parts a warp each, U runs
+// of 32 entries a lane in flight (rows, rows4: 16-byte loads); every entry in even shares, a
+// run record giving each lane's row (rows_even); and post_even, the one-launch shape a library
+// kernel would take (mask, count, then rows_even or the column walk). Each variant's w is
+// checked against a CPU pass from the same start; graph and event µs per call. The argument is
+// one in how many columns is live (10: 10 %, 40: 2.5 %).
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
 #include "probe.cuh"
 
 #include <random>
