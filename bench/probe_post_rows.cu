@@ -5,10 +5,13 @@
 // coalesced from L2) and updates the entries whose column is active, a bit of a shared-memory
 // mask built by each block from the events or the spike list, so that a warp's writes land in
 // the row's own lines. Variants: the column walk (as warp_per_line: warps share the listed
-// columns), and the row walk on events and on lists, a row split in SPLIT parts a warp each, U
-// runs of 32 entries a lane in flight, blocks of 1,024 or 256 threads. Each variant's w is
-// checked against a CPU pass from the same start; graph and event µs per call.
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr
+// columns); the row walk on events and on lists, a row split in SPLIT parts a warp each, U runs
+// of 32 entries a lane in flight (rows, rows4: 16-byte loads); every entry in even shares, a
+// run record giving each lane's row (rows_even); and post_even, the one-launch shape a library
+// kernel would take (mask, count, then rows_even or the column walk). Each variant's w is
+// checked against a CPU pass from the same start; graph and event µs per call. The argument is
+// one in how many columns is live (10: 10 %, 40: 2.5 %).
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
 #include "probe.cuh"
 
 #include <random>
@@ -50,17 +53,17 @@ __global__ void columns(Net q) {
 // Bit 0 of each non-zero byte of a word, gathered into 4 bits.
 __device__ __forceinline__ unsigned nibble(unsigned word) { return ((__vcmpne4(word, 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu; }
 
-// Word wd of the live columns' mask: events 32 wd to 32 wd + 31 (two 16-byte loads).
-__device__ __forceinline__ unsigned event_word(const Net& q, int wd) {
+// Word wd of the mask of the n events: events 32 wd to 32 wd + 31 (two 16-byte loads).
+__device__ __forceinline__ unsigned event_word(const Net& q, int wd, int n) {
     const int e0 = wd * 32;
     unsigned b = 0;
-    if (e0 + 32 <= q.k) {
+    if (e0 + 32 <= n) {
         const uint4 lo = *(const uint4*)(q.events + e0), hi = *(const uint4*)(q.events + e0 + 16);
         const unsigned v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
         for (int j = 0; j < 8; j++) b |= nibble(v[j]) << (4 * j);
     } else {
-        for (int j = 0; e0 + j < q.k; j++) b |= (unsigned)(q.events[e0 + j] != 0) << j;
+        for (int j = 0; e0 + j < n; j++) b |= (unsigned)(q.events[e0 + j] != 0) << j;
     }
     return b;
 }
@@ -71,7 +74,7 @@ template <bool EVENTS> __device__ void active_bits(const Net& q, unsigned* bits)
     const int words = (q.k + 31) / 32;
     if (EVENTS) {
         for (int wd = threadIdx.x; wd < words; wd += blockDim.x) {
-            bits[wd] = event_word(q, wd);
+            bits[wd] = event_word(q, wd, q.k);
         }
     } else {
         for (int wd = threadIdx.x; wd < words; wd += blockDim.x) bits[wd] = 0;
@@ -207,7 +210,7 @@ template <int R> __global__ void __launch_bounds__(EVEN_THREADS) post_even(Net q
     __shared__ unsigned short listed[SPARSE_MAX];
     __shared__ int warp_sums[EVEN_THREADS / 32];
     const int t = threadIdx.x, lane = t & 31, warp = t / 32;
-    const unsigned word = t < (q.k + 31) / 32 ? event_word(q, t) : 0;
+    const unsigned word = t < (q.k + 31) / 32 ? event_word(q, t, q.k) : 0;
     bits[t] = word;
     int inclusive = __popc(word);
     for (int o = 1; o < 32; o <<= 1) {
@@ -225,6 +228,46 @@ template <int R> __global__ void __launch_bounds__(EVEN_THREADS) post_even(Net q
     for (unsigned b = word; b; b &= b - 1) listed[at++] = (unsigned short)(t * 32 + __ffs(b) - 1);
     __syncthreads();
     column_walk(q, count, [&](int i) { return (int)listed[i]; });
+}
+
+// Pre on the same matrix (events over rows, the trace over columns), for the ≤ 4 µs target of
+// pre 5,000² events: the library lists the live rows (windowed, 5.1 graph µs; its list form 3.2).
+// pre_list: warps share the listed rows (the list form's shape). pre_even: the rows' mask from
+// the events, then every run of 32 entries in even shares, its record giving each lane's row:
+// a live lane loads its column and weight (trip 2), its trace (3), then stores; a run of a
+// silent row costs its record only.
+__global__ void pre_list(Net q) {
+    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31, count = *q.count, parts = count > 0 && warps > count ? warps / count : 1;
+    for (int w = warp; w < count * parts; w += warps) {
+        const int i = q.list[w / parts], part = w % parts;
+        for (int p = q.indptr[i] + part * 32 + lane; p < q.indptr[i + 1]; p += 32 * parts)
+            q.w[p] = clipped(q.w[p] + q.trace[q.indices[p]]);
+    }
+}
+
+template <int R> __global__ void __launch_bounds__(EVEN_THREADS) pre_even(Net q) {
+    __shared__ unsigned bits[EVEN_WORDS];
+    bits[threadIdx.x] = threadIdx.x < (q.m + 31) / 32 ? event_word(q, threadIdx.x, q.m) : 0;
+    __syncthreads();
+    const int lane = threadIdx.x & 31, runs = (q.nnz + 31) / 32, warps = gridDim.x * blockDim.x / 32;
+    for (int run0 = (blockIdx.x * blockDim.x + threadIdx.x) / 32 * R; run0 < runs; run0 += warps * R) {
+        int3 run[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) run[j] = run0 + j < runs ? q.runs[run0 + j] : make_int3(0, 32, 0);
+        bool on[R];
+        int c[R];
+        float v[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const int p = (run0 + j) * 32 + lane, row = lane < run[j].y ? run[j].x : run[j].z;
+            on[j] = p < q.nnz && (bits[row >> 5] >> (row & 31) & 1);
+            if (on[j]) c[j] = q.indices[p], v[j] = q.w[p];
+        }
+#pragma unroll
+        for (int j = 0; j < R; j++)
+            if (on[j]) q.w[(run0 + j) * 32 + lane] = clipped(v[j] + q.trace[c[j]]);
+    }
 }
 
 int main(int argc, char** argv) {
@@ -269,6 +312,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < M; i++)
         for (int p = indptr[i]; p < indptr[i + 1]; p++)
             if (events[indices[p]]) ref[p] = std::min(std::max(w0[p] + trace[i], -1.f), 1.f);
+    std::vector<float> ref_pre(w0);  // pre: the same events over rows, the trace over columns
+    for (int i = 0; i < M; i++)
+        for (int p = indptr[i]; p < indptr[i + 1]; p++)
+            if (events[i]) ref_pre[p] = std::min(std::max(w0[p] + trace[indices[p]], -1.f), 1.f);
 
     Net q{M, K, upload(indptr), upload(indices), upload(colptr), upload(perm), upload(rowind), upload(events),
           upload(list), upload(std::vector<int>{count}), upload(trace), upload(w0), nnz, upload(runs)};
@@ -279,12 +326,13 @@ int main(int argc, char** argv) {
     printf("post %d² x %d a row, %d active columns (1 in %d), %d entries to update\n", M, ROW, count, ONE_IN,
            colptr.back() ? (int)std::count_if(indices.begin(), indices.end(), [&](int c) { return events[c]; }) : 0);
     printf("| variant | blocks x threads | graph µs | event µs | max error |\n|---|---|---|---|---|\n");
+    const std::vector<float>* expect = &ref;  // the post reference; pre's for the pre rows
     auto run = [&](const char* name, auto kernel, int blocks, int threads, size_t shared) {
         auto call = [&] { kernel<<<blocks, threads, shared, s>>>(q); };
         CK(cudaMemcpy(q.w, w0.data(), nnz * 4, cudaMemcpyHostToDevice));
         call();
         CK(cudaStreamSynchronize(s));
-        const double err = max_error(q.w, ref);
+        const double err = max_error(q.w, *expect);
         const Timing t = time_call(s, call);
         printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
     };
@@ -306,5 +354,11 @@ int main(int argc, char** argv) {
         run("rows4, events, split 8, U 1", rows4<true, 8, 1>, sms * 8, 256, bits_bytes);
         run("rows4, events, split 4, U 1", rows4<true, 4, 1>, sms * 4, 256, bits_bytes);
         run("rows4, list, split 4, U 1", rows4<false, 4, 1>, sms * 8, 256, bits_bytes);
+        expect = &ref_pre;
+        run("pre: rows (list)", pre_list, sms * 8, 256, 0);
+        run("pre: pre_even, R 4", pre_even<4>, even_blocks(4), EVEN_THREADS, 0);
+        run("pre: pre_even, R 8", pre_even<8>, even_blocks(8), EVEN_THREADS, 0);
+        run("pre: pre_even, R 4, 8 blocks an SM", pre_even<4>, sms * 8, EVEN_THREADS, 0);
+        expect = &ref;
     }
 }
