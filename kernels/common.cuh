@@ -451,11 +451,14 @@ template <class T, class A> __device__ __forceinline__ void blend(T* slot, A res
     put(slot, v);
 }
 
-// *w = clip(v, lo, hi); NaN passes through as on the CPU.
+// *w = clip(v, lo, hi); NaN passes through as on the CPU (its comparisons are false): two
+// selects, no branch. Loops over many entries convert the bounds once and pass them.
+template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, A lo, A hi) {
+    v = v < lo ? lo : v;
+    put(w, v > hi ? hi : v);
+}
 template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, const Args& a) {
-    if (v < A(a.lo)) v = A(a.lo);
-    else if (v > A(a.hi)) v = A(a.hi);
-    put(w, v);
+    clip_put(w, v, A(a.lo), A(a.hi));
 }
 
 // w = clip(w + delta, lo, hi), in accumulator precision.

@@ -26,7 +26,7 @@ template <class T, class Walk> struct AddTrace {
 // each one's line): indices and traces, then weights, then stores. No barrier: where each block
 // listed the vector first (windowed_lines), its warps waited ~2 µs on that listing (pre 5,000²
 // x 500, 10 % live: bench/NOTES.md, "Plasticity by line parts"). A part is about PART_ENTRIES
-// entries of a mean line, parts at most the grid's warps over the groups. The host runs it on up
+// entries of a mean line, parts at most about the grid's warps over the groups. The host runs it on up
 // to 8,192 lines and 2^31 - 1 entries (src/cuda/ops.rs, LINE_PARTS_MAX_LINES): positions are ints.
 #define PART_ENTRIES 16
 #define PART_AT_ONCE 2
@@ -35,17 +35,21 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
     typedef typename AccOf<T>::type A;
     T* w = (T*)a.weights;
     const T* trace = (const T*)a.aux;
+    const A lo = A(a.lo), hi = A(a.hi);
     const int lines = (int)Walk::count(a), groups = (lines + 31) / 32, lane = lane_id(), warps = (int)warps_in_grid();
-    const int parts = max(1, min(warps / max(groups, 1), (int)(a.nnz / max(lines, 1)) / PART_ENTRIES));
-    for (int task = (int)warp_id(); task < groups * parts; task += warps) {
-        const int line = task / parts * 32 + lane, part = task % parts;
+    // parts a power of two near the ideal, so that a task's parts cost shifts, not divisions
+    const int ideal = max(1, min(warps / max(groups, 1), (int)(a.nnz / max(lines, 1)) / PART_ENTRIES));
+    const int shift = 31 - __clz(ideal + ideal / 2), parts = 1 << shift;
+    for (int task = (int)warp_id(); task < groups << shift; task += warps) {
+        const int line = (task >> shift) * 32 + lane, part = task & (parts - 1);
         int first = 0, n = 0;
         int64_t unused;
         A v;
         if (line < lines && InputLines<In>::live(a, line, unused, v)) {
             const int b = (int)Walk::begin(a, line), len = (int)Walk::end(a, line) - b;
-            first = b + (int)((int64_t)len * part / parts);
-            n = b + (int)((int64_t)len * (part + 1) / parts) - first;
+            const int chunk = (len + parts - 1) >> shift, skip = min(len, part * chunk);
+            first = b + skip;
+            n = min(chunk, len - skip);
         }
         const int end = warp_inclusive_sum(n, lane), total = __shfl_sync(0xffffffffu, end, 31);
         for (int base = 0; base < total; base += 32 * PART_AT_ONCE) {
@@ -67,7 +71,7 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
                 if (p[u] >= 0) old[u] = A(to_f(w[at[u]]));
 #pragma unroll
             for (int u = 0; u < PART_AT_ONCE; u++)
-                if (p[u] >= 0) clip_put(w + at[u], old[u] + delta[u], a);
+                if (p[u] >= 0) clip_put(w + at[u], old[u] + delta[u], lo, hi);
         }
     }
 }
@@ -94,6 +98,7 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
     constexpr int R = POST_EVEN_RUNS;
     T* w = (T*)a.weights;
     const T* trace = (const T*)a.aux;
+    const A lo = A(a.lo), hi = A(a.hi);
     const int lane = lane_id(), nnz = (int)a.nnz, runs = (nnz + 31) / 32, warps = (int)warps_in_grid();
     for (int run0 = (int)warp_id() * R; run0 < runs; run0 += warps * R) {
         int c[R];
@@ -116,7 +121,7 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
         }
 #pragma unroll
         for (int j = 0; j < R; j++)
-            if (on[j]) clip_put(w + (run0 + j) * 32 + lane, v[j] + delta[j], a);
+            if (on[j]) clip_put(w + (run0 + j) * 32 + lane, v[j] + delta[j], lo, hi);
     }
 }
 
