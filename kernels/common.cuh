@@ -342,6 +342,31 @@ template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
     return below;
 }
 
+// Whether events e0 to e0 + 15 lie in one aligned 16-byte stretch (bits16_vector reads them).
+template <class In> __device__ __forceinline__ bool vector16(const In* x, int64_t ldx, int64_t e0, int64_t limit) {
+    return ldx == 1 && e0 + 16 <= limit && (uintptr_t)(x + e0) % 16 == 0;
+}
+
+// The live bits of the 16 events at x (16-byte aligned), in 16-byte loads.
+template <class In, class Live> __device__ __forceinline__ unsigned bits16_vector(const In* x, Live live) {
+    constexpr int PER_LOAD = 16 / sizeof(In);
+    unsigned bits = 0;
+    if constexpr (std::is_same<In, u8>::value) {
+        const uint4 q = *(const uint4*)x;
+        const unsigned words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++)  // bit 0 of each non-zero byte; the product gathers them into bits 24-27
+            bits |= (((__vcmpne4(words[k], 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu) << (4 * k);
+    } else {
+        Run<In, PER_LOAD> v[16 / PER_LOAD];
+#pragma unroll
+        for (int q = 0; q < 16 / PER_LOAD; q++) v[q] = ((const Run<In, PER_LOAD>*)x)[q];
+#pragma unroll
+        for (int j = 0; j < 16; j++) bits |= (unsigned)live(v[j / PER_LOAD].v[j % PER_LOAD]) << j;
+    }
+    return bits;
+}
+
 // Bits of the inputs among the 16 from x[e0 * ldx] that pass `live` (bit j: input e0 + j), none
 // at or past limit: 16-byte loads where they are contiguous and aligned, one load each otherwise
 // (a window's threads past the limit would otherwise spend ~150 instructions each on
@@ -350,26 +375,10 @@ template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
 template <class In, class Live>
 __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, Live live) {
     if (e0 >= limit) return 0;
-    constexpr int PER_LOAD = 16 / sizeof(In);
+    if (vector16(x, ldx, e0, limit)) return bits16_vector(x + e0, live);
     unsigned bits = 0;
-    if (ldx == 1 && e0 + 16 <= limit && (uintptr_t)(x + e0) % 16 == 0) {
-        if constexpr (std::is_same<In, u8>::value) {
-            const uint4 q = *(const uint4*)(x + e0);
-            const unsigned words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-            for (int k = 0; k < 4; k++)  // bit 0 of each non-zero byte; the product gathers them into bits 24-27
-                bits |= (((__vcmpne4(words[k], 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu) << (4 * k);
-        } else {
-            Run<In, PER_LOAD> v[16 / PER_LOAD];
-#pragma unroll
-            for (int q = 0; q < 16 / PER_LOAD; q++) v[q] = ((const Run<In, PER_LOAD>*)(x + e0))[q];
-#pragma unroll
-            for (int j = 0; j < 16; j++) bits |= (unsigned)live(v[j / PER_LOAD].v[j % PER_LOAD]) << j;
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < limit && live(x[(e0 + j) * ldx])) << j;
-    }
+    for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < limit && live(x[(e0 + j) * ldx])) << j;
     return bits;
 }
 

@@ -78,13 +78,13 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 
 // Post on an event vector of up to POST_EVEN_COLUMNS neurons where analysis kept the run records
 // (a.runs: every non-empty row has 32 entries or more, src/core/plan.rs `post_runs_kept`), in
-// one launch of 8 blocks an SM. Each block builds the live columns' mask (a word a thread) and
-// counts it in one scan. With many live (POST_ROWS_SHARE_DIV) it walks every entry in even
-// shares (even_runs): a warp loads POST_EVEN_RUNS runs' column indices and records in one trip,
-// the live entries' weights and their rows' traces in a second, then stores, and each warp's
-// weights are its runs' own lines. Else it walks the live columns by line parts, as on other
-// event vectors. The choice is the count's, on the device. 5,000² x 500 (bench/probe_post_rows.cu, bench/NOTES.md "Post by rows"): the
-// column walk 8.6 graph µs at 10 % live and 3.8 at 2.5 %, a row walk 6.2 and 5.9.
+// one launch of 8 blocks an SM. Where a sample says many columns are live (POST_ROWS_SHARE_DIV,
+// rows_pay) each block builds the live columns' mask (a word a thread) and walks every entry in
+// even shares (even_runs): a warp loads POST_EVEN_RUNS runs' column indices and records in one
+// trip, the live entries' weights and their rows' traces in a second, then stores, and each
+// warp's weights are its runs' own lines. Else it walks the live columns by line parts, as on
+// other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by line
+// parts"): 10 % live 10.1 -> 8.0 against the columns, 40 % 32 -> 8.2.
 #define POST_EVEN_THREADS 256
 #define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 32)  // src/core/plan.rs POST_EVEN_COLUMNS
 #define POST_EVEN_RUNS 4
@@ -125,19 +125,35 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
     }
 }
 
+// Whether to walk the rows: every warp counts the same sample of the event vector (16 events a
+// lane, spread over it: 512 of them where k is larger; 8 a lane where the vector is strided or
+// unaligned) and compares, so the choice agrees across the grid with no barrier, and the line
+// parts branch pays nothing for it but one load.
+template <class In> __device__ bool rows_pay(const Args& a) {
+    auto on = [&](In v) { return value<float>(v, a.events) != 0.f; };
+    const In* x = (const In*)a.x;
+    const int64_t stride = max((int64_t)16, a.k / 32 / 16 * 16), e0 = lane_id() * stride;
+    int live = 0, seen = 0;
+    if (vector16(x, a.ldx, e0, a.k)) {
+        live = __popc(bits16_vector(x + e0, on)), seen = 16;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (e0 + j < a.k) seen++, live += on(x[(e0 + j) * a.ldx]);
+    }
+    return __reduce_add_sync(0xffffffffu, live) * POST_ROWS_SHARE_DIV >= __reduce_add_sync(0xffffffffu, seen);
+}
+
 template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
+    if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk>(a);  // grid-uniform
     __shared__ unsigned live[POST_EVEN_THREADS];
-    __shared__ int warp_sums[POST_EVEN_THREADS / 32];
     const int t = threadIdx.x;
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
     const In* x = (const In*)a.x;
-    const unsigned word = bits16(x, a.ldx, 32 * t, a.k, on) | bits16(x, a.ldx, 32 * t + 16, a.k, on) << 16;
-    live[t] = word;
-    int count;
-    block_exclusive_sum_in<POST_EVEN_THREADS>(__popc(word), &count, warp_sums);  // its barrier publishes live
-    if ((int64_t)count * POST_ROWS_SHARE_DIV >= a.k) even_runs<T>(a, live);  // block-uniform
-    else line_parts<T, In, CscWalk>(a);
+    live[t] = bits16(x, a.ldx, 32 * t, a.k, on) | bits16(x, a.ldx, 32 * t + 16, a.k, on) << 16;
+    __syncthreads();
+    even_runs<T>(a, live);
 }
 
 // CSR pre (CsrWalk) or post (CscWalk): a spike list a warp per listed line, an event vector by
