@@ -42,11 +42,11 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
     const int shift = 31 - __clz(ideal + ideal / 2), parts = 1 << shift;
     for (int task = (int)warp_id(); task < groups << shift; task += warps) {
         const int line = (task >> shift) * 32 + lane, part = task & (parts - 1);
-        int first = 0, n = 0;
+        int first = 0, n = 0, b = 0, len = 0;
         int64_t unused;
         A v;
+        if (line < lines) b = (int)Walk::begin(a, line), len = (int)Walk::end(a, line) - b;  // with the input: a trip less
         if (line < lines && InputLines<In>::live(a, line, unused, v)) {
-            const int b = (int)Walk::begin(a, line), len = (int)Walk::end(a, line) - b;
             const int chunk = (len + parts - 1) >> shift, skip = min(len, part * chunk);
             first = b + skip;
             n = min(chunk, len - skip);
