@@ -1,7 +1,7 @@
-"""CSR plasticity on event vectors of one window and of several: windowed_lines (every block lists
-the vector; src/cuda/ops.rs runs it up to WINDOWED_MAX_NEURONS) against what listing first costs
-(compaction into a spike list, then the list kernel), graph µs a call, beside the list kernel
-alone. On the GPU machine:
+"""CSR plasticity on event vectors in one launch (windowed_lines when written, `line_parts` since:
+src/cuda/ops.rs runs it up to LINE_PARTS_MAX_LINES) against what listing first costs (compaction
+into a spike list, then the list kernel), graph µs a call, beside the list kernel alone. On the
+GPU machine:
     EVS_LIBRARY=.gpu/libevsparse.so python3 bench/probe_windowed.py
 """
 import sys

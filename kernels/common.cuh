@@ -129,6 +129,8 @@ struct Args {
     int64_t n_chunks;
     const unsigned* slice_offsets;  // per row, where its entries of each output slice begin (below)
     int64_t slice_width;    // outputs of a slice where it is not SLICE_OUTPUTS (N's column slices)
+    const int4* runs;       // per run of 32 CSR entries: its first entry's row, the lane where the
+                            // next non-empty row starts (32: none), that row (csr_post_even)
     const void* x;          // input (vector = one column)
     int64_t ldx;
     void* y;                // output
@@ -340,6 +342,31 @@ template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
     return below;
 }
 
+// Whether events e0 to e0 + 15 lie in one aligned 16-byte stretch (bits16_vector reads them).
+template <class In> __device__ __forceinline__ bool vector16(const In* x, int64_t ldx, int64_t e0, int64_t limit) {
+    return ldx == 1 && e0 + 16 <= limit && (uintptr_t)(x + e0) % 16 == 0;
+}
+
+// The live bits of the 16 events at x (16-byte aligned), in 16-byte loads.
+template <class In, class Live> __device__ __forceinline__ unsigned bits16_vector(const In* x, Live live) {
+    constexpr int PER_LOAD = 16 / sizeof(In);
+    unsigned bits = 0;
+    if constexpr (std::is_same<In, u8>::value) {
+        const uint4 q = *(const uint4*)x;
+        const unsigned words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++)  // bit 0 of each non-zero byte; the product gathers them into bits 24-27
+            bits |= (((__vcmpne4(words[k], 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu) << (4 * k);
+    } else {
+        Run<In, PER_LOAD> v[16 / PER_LOAD];
+#pragma unroll
+        for (int q = 0; q < 16 / PER_LOAD; q++) v[q] = ((const Run<In, PER_LOAD>*)x)[q];
+#pragma unroll
+        for (int j = 0; j < 16; j++) bits |= (unsigned)live(v[j / PER_LOAD].v[j % PER_LOAD]) << j;
+    }
+    return bits;
+}
+
 // Bits of the inputs among the 16 from x[e0 * ldx] that pass `live` (bit j: input e0 + j), none
 // at or past limit: 16-byte loads where they are contiguous and aligned, one load each otherwise
 // (a window's threads past the limit would otherwise spend ~150 instructions each on
@@ -348,26 +375,10 @@ template <int THREADS> __device__ int block_exclusive_sum(int v, int* total) {
 template <class In, class Live>
 __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, Live live) {
     if (e0 >= limit) return 0;
-    constexpr int PER_LOAD = 16 / sizeof(In);
+    if (vector16(x, ldx, e0, limit)) return bits16_vector(x + e0, live);
     unsigned bits = 0;
-    if (ldx == 1 && e0 + 16 <= limit && (uintptr_t)(x + e0) % 16 == 0) {
-        if constexpr (std::is_same<In, u8>::value) {
-            const uint4 q = *(const uint4*)(x + e0);
-            const unsigned words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-            for (int k = 0; k < 4; k++)  // bit 0 of each non-zero byte; the product gathers them into bits 24-27
-                bits |= (((__vcmpne4(words[k], 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu) << (4 * k);
-        } else {
-            Run<In, PER_LOAD> v[16 / PER_LOAD];
-#pragma unroll
-            for (int q = 0; q < 16 / PER_LOAD; q++) v[q] = ((const Run<In, PER_LOAD>*)(x + e0))[q];
-#pragma unroll
-            for (int j = 0; j < 16; j++) bits |= (unsigned)live(v[j / PER_LOAD].v[j % PER_LOAD]) << j;
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < limit && live(x[(e0 + j) * ldx])) << j;
-    }
+    for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < limit && live(x[(e0 + j) * ldx])) << j;
     return bits;
 }
 
@@ -449,12 +460,19 @@ template <class T, class A> __device__ __forceinline__ void blend(T* slot, A res
     put(slot, v);
 }
 
-// w = clip(w + delta, lo, hi), in accumulator precision; NaN passes through as on the CPU.
+// *w = clip(v, lo, hi); NaN passes through as on the CPU (its comparisons are false): two
+// selects, no branch. Loops over many entries convert the bounds once and pass them.
+template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, A lo, A hi) {
+    v = v < lo ? lo : v;
+    put(w, v > hi ? hi : v);
+}
+template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, const Args& a) {
+    clip_put(w, v, A(a.lo), A(a.hi));
+}
+
+// w = clip(w + delta, lo, hi), in accumulator precision.
 template <class T, class A> __device__ __forceinline__ void clip_add(T* w, A delta, const Args& a) {
-    A v = A(to_f(*w)) + delta;
-    if (v < A(a.lo)) v = A(a.lo);
-    else if (v > A(a.hi)) v = A(a.hi);
-    put(w, v);
+    clip_put(w, A(to_f(*w)) + delta, a);
 }
 
 // The lines of a matrix a kernel walks. CsrWalk: row i, whose entry p reads input

@@ -19,32 +19,148 @@ template <class T, class Walk> struct AddTrace {
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
-// An event vector in one launch: every block lists the whole vector itself, a window of
-// LINES_THREADS * WINDOW_RUN neurons at a time (each_window), and the grid's warps share each
-// window's live lines as they share a spike list's (warp w: line w / parts, part w % parts of
-// its entries). No listing launch before, but each window costs every block a listing round,
-// so the host runs it on one window at most (src/cuda/ops.rs, WINDOWED_MAX_NEURONS).
-template <class In, class Walk, class Work> __device__ void windowed_lines(const Args& a) {
-    typedef typename Work::Acc A;
-    __shared__ __align__(16) unsigned short window[LINES_THREADS * WINDOW_RUN];
-    Work work;
-    const unsigned warps = (unsigned)warps_in_grid();
-    each_window<LINES_THREADS, A, In>(a, 0, Walk::count(a), window, [&](int count, auto line_at, auto value_at) {
-        const unsigned parts = count > 0 && warps > (unsigned)count ? warps / count : 1;
-        for (unsigned w = (unsigned)warp_id(); w < count * parts; w += warps) {
-            const int64_t line = line_at(w / parts);
-            const A v = value_at(line);
-            line_entries(Walk::begin(a, line), Walk::end(a, line), w % parts, parts,
-                         [&](int64_t p) { work.apply(a, work.load(a, p), v); });
+// An event vector in one launch, listed nowhere: warp task t is group t / parts of 32 candidate
+// lines and part t % parts of each live one. A lane tests its own line (one coalesced load a
+// group) and takes its part's bounds, a warp scan of the parts' lengths lays the task's entries
+// end to end, and the lanes take PART_AT_ONCE of them each at a time (a shuffle search names
+// each one's line): indices and traces, then weights, then stores. No barrier: where each block
+// listed the vector first (windowed_lines), its warps waited ~2 µs on that listing (pre 5,000²
+// x 500, 10 % live: bench/NOTES.md, "Plasticity by line parts"). A part is about PART_ENTRIES
+// entries of a mean line, parts at most about the grid's warps over the groups. The host runs it on up
+// to 8,192 lines and 2^31 - 1 entries (src/cuda/ops.rs, LINE_PARTS_MAX_LINES): positions are ints.
+#define PART_ENTRIES 16
+#define PART_AT_ONCE 2
+
+template <class T, class In, class Walk> __device__ void line_parts(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    T* w = (T*)a.weights;
+    const T* trace = (const T*)a.aux;
+    const A lo = A(a.lo), hi = A(a.hi);
+    const int lines = (int)Walk::count(a), groups = (lines + 31) / 32, lane = lane_id(), warps = (int)warps_in_grid();
+    // parts a power of two near the ideal, so that a task's parts cost shifts, not divisions
+    const int ideal = max(1, min(warps / max(groups, 1), (int)(a.nnz / max(lines, 1)) / PART_ENTRIES));
+    const int shift = 31 - __clz(ideal + ideal / 2), parts = 1 << shift;
+    for (int task = (int)warp_id(); task < groups << shift; task += warps) {
+        const int line = (task >> shift) * 32 + lane, part = task & (parts - 1);
+        int first = 0, n = 0, b = 0, len = 0;
+        int64_t unused;
+        A v;
+        if (line < lines) b = (int)Walk::begin(a, line), len = (int)Walk::end(a, line) - b;  // with the input: a trip less
+        if (line < lines && InputLines<In>::live(a, line, unused, v)) {
+            const int chunk = (len + parts - 1) >> shift, skip = min(len, part * chunk);
+            first = b + skip;
+            n = min(chunk, len - skip);
         }
-    });
+        const int end = warp_inclusive_sum(n, lane), total = __shfl_sync(0xffffffffu, end, 31);
+        for (int base = 0; base < total; base += 32 * PART_AT_ONCE) {
+            int p[PART_AT_ONCE], at[PART_AT_ONCE];
+            A delta[PART_AT_ONCE], old[PART_AT_ONCE];
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++) {
+                const int idx = base + 32 * u + lane;
+                int src = 0;  // the first lane whose parts end past idx
+#pragma unroll
+                for (int step = 16; step; step >>= 1)
+                    if (__shfl_sync(0xffffffffu, end, src + step - 1) <= idx) src += step;
+                const int start = __shfl_sync(0xffffffffu, end - n, src), from = __shfl_sync(0xffffffffu, first, src);
+                p[u] = idx < total ? from + idx - start : -1;
+                if (p[u] >= 0) at[u] = (int)Walk::entry(a, p[u]), delta[u] = A(to_f(trace[Walk::source(a, p[u])]));
+            }
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) old[u] = A(to_f(w[at[u]]));
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) clip_put(w + at[u], old[u] + delta[u], lo, hi);
+        }
+    }
 }
 
-// CSR pre (CsrWalk) or post (CscWalk): a spike list a warp per listed line, an event vector
-// windowed (src/cuda/ops.rs lists a long one first and runs the list form).
+// Post on an event vector of up to POST_EVEN_COLUMNS neurons where analysis kept the run records
+// (a.runs: every non-empty row has 32 entries or more, src/core/plan.rs `post_runs_kept`), in
+// one launch of 8 blocks an SM. Where a sample says many columns are live (POST_ROWS_SHARE_DIV,
+// rows_pay) each block builds the live columns' mask (a word a thread) and walks every entry in
+// even shares (even_runs): a warp loads POST_EVEN_RUNS runs' column indices and records in one
+// trip, the live entries' weights and their rows' traces in a second, then stores, and each
+// warp's weights are its runs' own lines. Else it walks the live columns by line parts, as on
+// other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by line
+// parts"): 10 % live 10.1 -> 8.0 against the columns, 40 % 32 -> 8.2.
+#define POST_EVEN_THREADS 256
+#define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 32)  // src/core/plan.rs POST_EVEN_COLUMNS
+#define POST_EVEN_RUNS 4
+// 32 registers; 48 with f64 weights or inputs (at 6 blocks those spilled)
+#define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 5 : 8)
+#define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
+
+// Positions are ints: the host runs it on up to 2^31 - 32 entries (plan::post_runs_kept).
+template <class T> __device__ void even_runs(const Args& a, const unsigned* live) {
+    typedef typename AccOf<T>::type A;
+    constexpr int R = POST_EVEN_RUNS;
+    T* w = (T*)a.weights;
+    const T* trace = (const T*)a.aux;
+    const A lo = A(a.lo), hi = A(a.hi);
+    const int lane = lane_id(), nnz = (int)a.nnz, runs = (nnz + 31) / 32, warps = (int)warps_in_grid();
+    for (int run0 = (int)warp_id() * R; run0 < runs; run0 += warps * R) {
+        int c[R];
+        int4 run[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const int p = (run0 + j) * 32 + lane;
+            c[j] = p < nnz ? a.indices[p] : -1;
+            run[j] = run0 + j < runs ? a.runs[run0 + j] : make_int4(0, 32, 0, 0);
+        }
+        bool on[R];
+        A v[R], delta[R];
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            on[j] = c[j] >= 0 && (live[c[j] >> 5] >> (c[j] & 31) & 1);
+            if (on[j]) {
+                v[j] = A(to_f(w[(run0 + j) * 32 + lane]));
+                delta[j] = A(to_f(trace[lane < run[j].y ? run[j].x : run[j].z]));
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < R; j++)
+            if (on[j]) clip_put(w + (run0 + j) * 32 + lane, v[j] + delta[j], lo, hi);
+    }
+}
+
+// Whether to walk the rows: every warp counts the same sample of the event vector (16 events a
+// lane, spread over it: 512 of them where k is larger; 8 a lane where the vector is strided or
+// unaligned) and compares, so the choice agrees across the grid with no barrier, and the line
+// parts branch pays nothing for it but one load.
+template <class In> __device__ bool rows_pay(const Args& a) {
+    auto on = [&](In v) { return value<float>(v, a.events) != 0.f; };
+    const In* x = (const In*)a.x;
+    const int64_t stride = max((int64_t)16, a.k / 32 / 16 * 16), e0 = lane_id() * stride;
+    int live = 0, seen = 0;
+    if (vector16(x, a.ldx, e0, a.k)) {
+        live = __popc(bits16_vector(x + e0, on)), seen = 16;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (e0 + j < a.k) seen++, live += on(x[(e0 + j) * a.ldx]);
+    }
+    return __reduce_add_sync(0xffffffffu, live) * POST_ROWS_SHARE_DIV >= __reduce_add_sync(0xffffffffu, seen);
+}
+
+template <class T, class In> __device__ void csr_post_even(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk>(a);  // grid-uniform
+    __shared__ unsigned live[POST_EVEN_THREADS];
+    const int t = threadIdx.x;
+    auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
+    const In* x = (const In*)a.x;
+    live[t] = bits16(x, a.ldx, 32 * t, a.k, on) | bits16(x, a.ldx, 32 * t + 16, a.k, on) << 16;
+    __syncthreads();
+    even_runs<T>(a, live);
+}
+
+// CSR pre (CsrWalk) or post (CscWalk): a spike list a warp per listed line, an event vector by
+// line parts (src/cuda/ops.rs lists a long one first and runs the list form).
 template <class T, class In, class Walk> __device__ void csr_plasticity(const Args& a) {
     if constexpr (std::is_same<In, SpikeList>::value) warp_per_line<In, Walk, AddTrace<T, Walk>>(a);
-    else windowed_lines<In, Walk, AddTrace<T, Walk>>(a);
+    else line_parts<T, In, Walk>(a);
 }
 
 // Dense W (m x k, in y), in one launch: the live neurons in a spike list, read where it lies
@@ -93,12 +209,14 @@ template <class T, class In> __device__ void dense_post(const Args& a) {
 }
 
 #define CSR_PLASTICITY(T, TN, E, EN)                                                                  \
-    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (LINES_THREADS), (csr_plasticity<T, E, CsrWalk>))          \
-    EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (LINES_THREADS), (csr_plasticity<T, E, CscWalk>))
+    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)), (csr_plasticity<T, E, CsrWalk>))   \
+    EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)), (csr_plasticity<T, E, CscWalk>))
+#define CSR_POST_EVEN(T, TN, E, EN) EVS_WEIGHTS_KERNEL(csr_post_even_##TN##_##EN, (POST_EVEN_THREADS, POST_EVEN_BLOCKS_PER_SM(T, E)), (csr_post_even<T, E>))
 #define DENSE_PLASTICITY(T, TN, E, EN)                                                 \
     EVS_KERNEL(dense_pre_##TN##_##EN, (PLASTICITY_THREADS), (dense_pre<T, E>))         \
     EVS_KERNEL(dense_post_##TN##_##EN, (PLASTICITY_THREADS), (dense_post<T, E>))
 #define PLASTICITY_ALL(T, TN)                    \
     EVS_FOR_SPIKE_INPUTS(CSR_PLASTICITY, T, TN)  \
+    EVS_FOR_INPUTS(CSR_POST_EVEN, T, TN)         \
     EVS_FOR_SPIKE_INPUTS(DENSE_PLASTICITY, T, TN)
 EVS_FOR_FLOATS(PLASTICITY_ALL)

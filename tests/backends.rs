@@ -1145,8 +1145,8 @@ fn csr_plasticity_matches_cpu() {
         for t in FLOATS {
             for e in SPIKE_INPUTS {
                 for post in [false, true] {
-                    // event vectors of up to one window (8,192 neurons) in one launch, longer
-                    // ones listed first (WINDOWED_MAX_NEURONS, src/cuda/ops.rs): both sides
+                    // event vectors of up to 8,192 neurons in one launch, longer ones listed
+                    // first (LINE_PARTS_MAX_LINES, src/cuda/ops.rs): both sides
                     let pat = if p.rng.below(3) == 0 {
                         let (neurons, other) = (7_000 + p.rng.below(2_500), 1 + p.rng.below(200));
                         let shape = if post { (other, neurons) } else { (neurons, other) };
@@ -1154,27 +1154,87 @@ fn csr_plasticity_matches_cpu() {
                     } else {
                         pattern(&mut p.rng)
                     };
-                    let (dev_a, cpu_a, _) = csr_both(p, &pat, t, false);
-                    let (n_spikes, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
-                    let spikes = p.spikes(e, n_spikes, false);
-                    let tv = p.values(n_trace, 10);
-                    let trace = p.both(t, (1, n_trace, 1), &tv);
-                    let (lo, hi) = bounds(p);
-                    let what = format!("csr plasticity post={post} {}", e.name());
-                    if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, spikes.dev(), &trace.dev, lo, hi)) {
-                        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
-                        let weights = |a: &Csr| match &a.weights {
-                            evsparse::core::csr::Weights::Hetero(w) => {
-                                Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz)
-                            }
-                            _ => unreachable!(),
-                        };
-                        p.compare(&what, &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
-                    }
+                    let spikes = p.spikes(e, if post { pat.k } else { pat.m }, false);
+                    csr_plasticity_case(p, t, post, &pat, spikes, e.name());
                 }
             }
         }
     });
+}
+
+/// Post on event vectors where analysis keeps run records (columns up to 8,192, no non-empty
+/// row under 32 entries: plan::post_runs_kept), which the GPU walks in one launch, every entry in
+/// even shares where many columns are live and the live columns through the CSC mirror
+/// otherwise (kernels/plasticity.cu, `csr_post_even`): rows of 32 to 2,048 entries with empty
+/// ones and repeated columns, 1 / 7 / 40 % live, every event dtype; and matrices just outside
+/// (a row of 31 entries, 8,193 columns), which take line parts or the listing.
+#[test]
+fn csr_post_even_matches_cpu() {
+    let mut p = Pair::new();
+    for t in FLOATS {
+        for (m, k, per_row) in
+            [(3000, 5000, 40), (40, 8192, 2048), (300, 700, 500), (200, 8192, 32), (500, 3000, 31), (100, 8193, 40)]
+        {
+            let pat = random_rows(&mut p.rng, (m, k), 6, |rng| if rng.below(9) == 0 { 0 } else { per_row });
+            for share in [1, 7, 40] {
+                let sv: Vec<f64> = (0..k).map(|_| (p.rng.below(100) < share) as u8 as f64).collect();
+                let spikes = SpikesBoth::Events(p.both(DType::Bool, (1, k, 1), &sv));
+                csr_plasticity_case(&mut p, t, true, &pat, spikes, &format!("bool, {share} % live"));
+            }
+            for e in EVENTS {
+                let spikes = p.spikes(e, k, false);
+                csr_plasticity_case(&mut p, t, true, &pat, spikes, e.name());
+            }
+        }
+    }
+}
+
+/// Event vectors walked by line parts (kernels/plasticity.cu, `line_parts`: up to 8,192 lines,
+/// 32 candidate lines a warp task, a part of each live one): skewed lines (a few of 2,000-3,000
+/// entries among empty and short ones, so that a task holds many batches and most lanes none),
+/// every line of a group live, lines shorter than their parts, and long columns for post;
+/// 1 / 30 / 100 % live, bool events and float inputs with zeros.
+#[test]
+fn csr_plasticity_line_parts_matches_cpu() {
+    let mut p = Pair::new();
+    for t in FLOATS {
+        let cases: [(bool, (usize, usize), fn(&mut Rng) -> usize); 4] = [
+            (false, (8192, 300), |rng| if rng.below(50) == 0 { 2000 } else { rng.below(4) }),
+            (false, (64, 9000), |rng| if rng.below(2) == 0 { 3000 } else { 0 }),
+            (true, (3000, 40), |rng| 1 + rng.below(8)),
+            (true, (2000, 8192), |rng| rng.below(9)),
+        ];
+        for (post, shape, len) in cases {
+            let pat = random_rows(&mut p.rng, shape, 5, len);
+            let neurons = if post { pat.k } else { pat.m };
+            for share in [1, 30, 100] {
+                let sv: Vec<f64> = (0..neurons).map(|_| (p.rng.below(100) < share) as u8 as f64).collect();
+                let spikes = SpikesBoth::Events(p.both(DType::Bool, (1, neurons, 1), &sv));
+                csr_plasticity_case(&mut p, t, post, &pat, spikes, &format!("bool, {share} % live"));
+                let fv: Vec<f64> = sv.iter().map(|&s| s * (0.5 + p.rng.below(4) as f64)).collect();
+                let spikes = SpikesBoth::Events(p.both(DType::F32, (1, neurons, 1), &fv));
+                csr_plasticity_case(&mut p, t, post, &pat, spikes, &format!("f32, {share} % live"));
+            }
+        }
+    }
+}
+
+/// CSR plasticity (pre or post) on one pattern and spike input, the device against the CPU.
+fn csr_plasticity_case(p: &mut Pair, t: DType, post: bool, pat: &Pattern, spikes: SpikesBoth, input: &str) {
+    let (dev_a, cpu_a, _) = csr_both(p, pat, t, false);
+    let n_trace = if post { pat.m } else { pat.k };
+    let tv = p.values(n_trace, 10);
+    let trace = p.both(t, (1, n_trace, 1), &tv);
+    let (lo, hi) = bounds(p);
+    let what = format!("csr plasticity {}x{} post={post} {input}", pat.m, pat.k);
+    if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, spikes.dev(), &trace.dev, lo, hi)) {
+        ops::csr_plasticity(&p.cpu.1, post, &cpu_a, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
+        let weights = |a: &Csr| match &a.weights {
+            evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
+            _ => unreachable!(),
+        };
+        p.compare(&what, &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
+    }
 }
 
 #[test]

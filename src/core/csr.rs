@@ -4,7 +4,9 @@
 use super::context::{Backend, Context, Stream};
 use super::dense::{Dense, MAX_DIM};
 use super::memory::{host_slice, Buffer};
-use super::plan::{column_slice_width, row_class, slice_offsets_kept, slices, SLICE_OUTPUTS, SPMM_N};
+use super::plan::{
+    column_slice_width, post_runs_kept, row_class, slice_offsets_kept, slices, POST_RUN_ENTRIES, SLICE_OUTPUTS, SPMM_N,
+};
 use super::stats::CsrStats;
 use super::{checked_product, size_arg};
 use crate::dtype::{with_float, Acc, DType, Float};
@@ -155,6 +157,8 @@ pub struct DeviceAnalysis {
     /// Where `plan::column_slice_width` gives a width, the columns' slice offsets of
     /// `spmm_n:output_slices`.
     pub column_slices: Option<ColumnSlices>,
+    /// Where `plan::post_runs_kept`, post plasticity's run records (`post_run_records`).
+    pub post_runs: Option<Arc<Buffer>>,
     /// The hetero weights in CSC order, where evsparse owns them and nothing had written them
     /// at analysis (`Csr::csc_weights_on_device`).
     csc_weights: Option<DeviceCscWeights>,
@@ -209,6 +213,29 @@ fn slice_offsets<'a, I: Copy + Into<i64> + Sync + 'a>(
 /// The rows' slice offsets of `spmm_t:output_slices` (slices of `SLICE_OUTPUTS` columns).
 fn row_slice_offsets(view: &CsrView<'_, i64>) -> Vec<u32> {
     slice_offsets(view.m, |i| &view.indices[view.row(i)], slices(view.k), SLICE_OUTPUTS)
+}
+
+/// A record per run of `POST_RUN_ENTRIES` entries (int32 x 4): the row of its first entry, the
+/// lane where the next non-empty row starts (`POST_RUN_ENTRIES`: none), that row, 0. A run meets
+/// at most one row start where no non-empty row is shorter than a run (`plan::post_runs_kept`),
+/// so each lane's row is one of the two (kernels/plasticity.cu, `even_runs`).
+fn post_run_records(view: &CsrView<'_, i64>) -> Vec<[i32; 4]> {
+    let starts = |i: usize| view.indptr[i] as usize;
+    let next_nonempty = |row: usize| (row + 1..view.m).find(|&i| starts(i + 1) > starts(i));
+    let (mut row, mut next) = (0, None);
+    (0..view.indices.len().div_ceil(POST_RUN_ENTRIES))
+        .map(|r| {
+            let first = r * POST_RUN_ENTRIES;
+            if r == 0 || starts(row + 1) <= first {
+                while starts(row + 1) <= first {
+                    row += 1;
+                }
+                next = next_nonempty(row);
+            }
+            let split = next.map_or(POST_RUN_ENTRIES, |i| (starts(i) - first).min(POST_RUN_ENTRIES));
+            [row as i32, split as i32, next.unwrap_or(row) as i32, 0]
+        })
+        .collect()
 }
 
 /// The bytes of a slice of plain numbers.
@@ -491,6 +518,10 @@ impl Csr {
                 }
                 None => None,
             },
+            post_runs: match post_runs_kept(stats) {
+                true => Some(upload("csr analysis", as_bytes(&post_run_records(view)))?),
+                false => None,
+            },
             csc_weights,
         };
         // Two threads may race to build it; either result is the same.
@@ -679,5 +710,25 @@ mod tests {
         // slices of 2 rows: [0, 2), [2, 4), [4, 5); per column their offsets and its length
         let offsets = slice_offsets(2, |c| &rowind[colptr[c]..colptr[c + 1]], 3, 2);
         assert_eq!(offsets, [0, 2, 2, 3, 0, 0, 2, 2]);
+    }
+
+    #[test]
+    fn post_run_records_give_each_entrys_row() {
+        // rows of 40, 0, 0, 33, 64, 0 and 40 entries: runs meeting a start past empty rows, a run
+        // starting a row, the last run partial
+        let lengths = [40usize, 0, 0, 33, 64, 0, 40];
+        let mut indptr = vec![0i64];
+        for &n in &lengths {
+            indptr.push(indptr[indptr.len() - 1] + n as i64);
+        }
+        let indices = vec![0i32; *indptr.last().unwrap() as usize];
+        let view = CsrView { m: lengths.len(), k: 1, indptr: &indptr, indices: &indices };
+        let records = post_run_records(&view);
+        assert_eq!(records.len(), indices.len().div_ceil(POST_RUN_ENTRIES));
+        for p in 0..indices.len() {
+            let [row, split, next, _] = records[p / POST_RUN_ENTRIES];
+            let lane_row = if ((p % POST_RUN_ENTRIES) as i32) < split { row } else { next };
+            assert!(view.row(lane_row as usize).contains(&p), "entry {p}: row {lane_row}");
+        }
     }
 }

@@ -433,6 +433,20 @@ pub fn slice_offsets_kept(stats: &CsrStats) -> bool {
         && stats.rows.max < u32::MAX as usize
 }
 
+/// Neurons of the event vectors that `csr_post_even` takes (a word of its mask a thread of a
+/// 256-thread block: kernels/plasticity.cu, POST_EVEN_COLUMNS).
+pub const POST_EVEN_COLUMNS: usize = 8192;
+/// Entries of a run record of `csr_post_even` (a warp's 32 lanes).
+pub const POST_RUN_ENTRIES: usize = 32;
+
+/// Whether analysis keeps the run records of post plasticity by rows (`csr_post_even`): the
+/// columns fit its mask, and every non-empty row holds a run's worth of entries or more, so that
+/// a run meets at most one row start (16 bytes a run: half a byte an entry). 32-bit positions.
+pub fn post_runs_kept(stats: &CsrStats) -> bool {
+    let short_rows: u64 = stats.rows.histogram[1..=POST_RUN_ENTRIES.trailing_zeros() as usize].iter().sum();
+    stats.nnz > 0 && stats.cols.lines <= POST_EVEN_COLUMNS && short_rows == 0 && stats.nnz < i32::MAX as usize
+}
+
 /// Whether `output_slices` is the choice for spmv on events and spike lists.
 pub fn output_slices_pay(stats: &CsrStats) -> bool {
     slice_offsets_kept(stats) && stats.nnz >= SPMM_T.scatter_nnz_min && slices(stats.cols.lines) >= SPMM_T.slices_min

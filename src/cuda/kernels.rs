@@ -82,6 +82,7 @@ families! {
     LIST_EVENTS = "list_events",
     CSR_PRE = "csr_pre",
     CSR_POST = "csr_post",
+    CSR_POST_EVEN = "csr_post_even",
     DENSE_PRE = "dense_pre",
     DENSE_POST = "dense_post",
     BSRMM_WGMMA = "bsrmm_wgmma",

@@ -27,6 +27,9 @@ pub struct Args {
     pub slice_offsets: u64,
     /// Outputs of a slice where it is not `SLICE_OUTPUTS` (spmv N's column slices).
     pub slice_width: i64,
+    /// Per run of 32 CSR entries: its row, the lane where the next non-empty row starts, that row
+    /// (`DeviceAnalysis::post_runs`), or 0.
+    pub runs: u64,
     pub x: u64,
     pub ldx: i64,
     pub y: u64,
@@ -70,6 +73,7 @@ impl Default for Args {
             n_chunks: 0,
             slice_offsets: 0,
             slice_width: 0,
+            runs: 0,
             x: 0,
             ldx: 0,
             y: 0,

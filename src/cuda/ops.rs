@@ -946,10 +946,20 @@ pub fn csr_plasticity(
         CsrPlasticity::PreRows => CSR_PRE,
     };
     let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
-    // an event vector of one window is listed by every block of the one launch (windowed_lines)
+    if let (Spikes::Events(x), CsrPlasticity::PostColumns) = (spikes, alg) {
+        if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
+            let wide = a.dtype.size() == 8 || x.dtype.size() == 8;
+            let per_sm = if wide { POST_EVEN_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM };
+            let grid = Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (POST_EVEN_THREADS, 1));
+            let args = Args { runs: runs.addr(), ..event_args(x, base) };
+            return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
+        }
+    }
+    // a short event vector is walked by line parts in the one launch, listed nowhere
     if let Spikes::Events(x) = spikes {
-        if x.rows <= WINDOWED_MAX_NEURONS {
-            let grid = Grid::new((gpu.multiprocessors as u64 * WINDOWED_BLOCKS_PER_SM, 1), (LINES_THREADS, 1));
+        if x.rows <= LINE_PARTS_MAX_LINES && a.nnz <= i32::MAX as usize {
+            let per_sm = if a.dtype.size() == 8 { LINE_PARTS_BLOCKS_PER_SM_F64 } else { LINE_PARTS_BLOCKS_PER_SM };
+            let grid = Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (LINES_THREADS, 1));
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
     }
@@ -968,16 +978,22 @@ pub fn csr_plasticity(
     on_spike_list(s, spikes, base, launch)
 }
 
-/// Event vectors of CSR plasticity up to this long run windowed_lines: one window of its listing
-/// (kernels/plasticity.cu, LINES_THREADS x WINDOW_RUN); longer ones are listed first. Each window
-/// costs every block a listing round: measured on the H200 (graph µs, windowed against listing
-/// first), pre 5,000 neurons 10 % 5.5 against 6.1, 8,000 6.3 against 6.9; 15,000 5 % 9.2
-/// against 7.5, 21,000 1 % 11.9 against 6.3 (bench/probe_windowed.py, bench/NOTES.md).
-const WINDOWED_MAX_NEURONS: usize = LINES_THREADS as usize * WINDOW_RUN;
-/// Inputs a thread of an `each_window` listing tests (kernels/common.cuh, WINDOW_RUN).
-const WINDOW_RUN: usize = 32;
-/// Blocks per SM of windowed_lines (16 KB of shared memory each).
-const WINDOWED_BLOCKS_PER_SM: u64 = 4;
+/// Event vectors of CSR plasticity up to this long run `line_parts` (kernels/plasticity.cu), in
+/// one launch; longer ones are listed first. Measured on the H200 (graph µs, 5,000² x 500, 10 %
+/// live): pre 5.1 where each block listed the vector itself (windowed), ~3.8 by line parts in
+/// the probe (bench/probe_post_rows.cu, bench/NOTES.md "Plasticity by line parts"); listing
+/// first won past one window of the old form (15,000 neurons 5 %: 9.2 against 7.5).
+const LINE_PARTS_MAX_LINES: usize = 8192;
+/// Blocks per SM of `line_parts`: as many as stay resident (kernels/active_lines.cuh,
+/// LINES_BLOCKS_PER_SM: 32 registers, 40 with f64 weights).
+const LINE_PARTS_BLOCKS_PER_SM: u64 = 8;
+const LINE_PARTS_BLOCKS_PER_SM_F64: u64 = 5;
+/// Post on an event vector whose matrix keeps run records (`plan::post_runs_kept`) runs
+/// `csr_post_even` (kernels/plasticity.cu): blocks of this many threads, as many an SM as its
+/// registers allow (32; 48 with f64 weights or inputs).
+const POST_EVEN_THREADS: u32 = 256;
+const POST_EVEN_BLOCKS_PER_SM: u64 = 8;
+const POST_EVEN_BLOCKS_PER_SM_F64: u64 = 5;
 
 /// `launch(args, capacity)` on a spike list, or on an event vector listed first into the
 /// stream's scratch (`on_event_columns`): `base` with the list's arguments, and its capacity.
