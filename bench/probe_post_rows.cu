@@ -8,9 +8,11 @@
 // columns); the row walk on events and on lists, a row split in SPLIT parts a warp each, U runs
 // of 32 entries a lane in flight (rows, rows4: 16-byte loads); every entry in even shares, a
 // run record giving each lane's row (rows_even); and post_even, the one-launch shape a library
-// kernel would take (mask, count, then rows_even or the column walk). Each variant's w is
-// checked against a CPU pass from the same start; graph and event µs per call. The argument is
-// one in how many columns is live (10: 10 %, 40: 2.5 %).
+// kernel would take (mask, count, then rows_even or the column walk); ballot_parts, no listing at
+// all (32 candidate lines a warp task and a part of each live one, the library's `line_parts`),
+// for post and pre. Each variant's w is checked against a CPU pass from the same start; graph
+// and event µs per call. The argument is one in how many columns is live (10: 10 %, 40: 2.5 %).
+// The runs table of each session is in bench/NOTES.md ("Post by rows", "Plasticity by line parts").
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
 #include "probe.cuh"
 
@@ -270,6 +272,71 @@ template <int R> __global__ void __launch_bounds__(EVEN_THREADS) pre_even(Net q)
     }
 }
 
+// No listing at all (pre and post on events): warp task t is group t / P of 32 candidate lines
+// (rows for pre, columns for post) and part t % P of each; a ballot finds the group's live lines
+// (one 32-byte load), each lane takes its own line's bounds and part, a warp scan of the parts'
+// lengths lays the warp's entries end to end, and lanes take them U at a time in flight, a
+// 5-step shuffle search naming each entry's line. No barrier and no shared memory: trips are
+// events, bounds, entries (pre: index and weight; post: perm and rowind), then trace (and post's
+// weight), as in the list form.
+template <bool POST, int P, int U> __global__ void ballot_parts(Net q) {
+    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31, lines = POST ? q.k : q.m, groups = (lines + 31) / 32;
+    const int* ptr = POST ? q.colptr : q.indptr;
+    const int parts = P ? P : max(1, min(warps / groups, (POST ? q.nnz / q.k : q.nnz / q.m) / 8));
+    for (int task = warp; task < groups * parts; task += warps) {
+        const int line = task / parts * 32 + lane, part = task % parts;
+        int pb = 0, n = 0;
+        if (line < lines && q.events[line]) {
+            const int b = ptr[line], len = ptr[line + 1] - b;
+            pb = b + len * part / parts;
+            n = b + len * (part + 1) / parts - pb;
+        }
+        int end = n;  // inclusive scan of n
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(~0u, end, o);
+            if (lane >= o) end += v;
+        }
+        const int total = __shfl_sync(~0u, end, 31);
+        for (int base = 0; base < total; base += 32 * U) {
+            int at[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int idx = base + 32 * u + lane;
+                int s = 0;  // first lane whose inclusive end exceeds idx
+#pragma unroll
+                for (int step = 16; step; step >>= 1)
+                    if (__shfl_sync(~0u, end, s + step - 1) <= idx) s += step;
+                const int start = __shfl_sync(~0u, end - n, s), first = __shfl_sync(~0u, pb, s);
+                at[u] = idx < total ? first + idx - start : -1;
+            }
+            if (POST) {
+                int wp[U], r[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) wp[u] = q.perm[at[u]], r[u] = q.rowind[at[u]];
+                float v[U], t[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) v[u] = q.w[wp[u]], t[u] = q.trace[r[u]];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) q.w[wp[u]] = clipped(v[u] + t[u]);
+            } else {
+                int c[U];
+                float v[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) c[u] = q.indices[at[u]], v[u] = q.w[at[u]];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) q.w[at[u]] = clipped(v[u] + q.trace[c[u]]);
+            }
+        }
+    }
+}
+
 int main(int argc, char** argv) {
     const int M = 5000, K = 5000, ROW = 500, ONE_IN = argc > 1 ? atoi(argv[1]) : 10;
     std::mt19937 rng(7);
@@ -336,29 +403,26 @@ int main(int argc, char** argv) {
         const Timing t = time_call(s, call);
         printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
     };
-    const int runs_total = (nnz + 31) / 32;
-    auto even_blocks = [&](int r) { return (runs_total + 8 * r - 1) / (8 * r); };  // 8 warps a block
     for (int round = 0; round < 2; round++) {
-        run("rows_even, events, R 2", rows_even<true, 2>, even_blocks(2), 256, bits_bytes);
-        run("rows_even, events, R 4", rows_even<true, 4>, even_blocks(4), 256, bits_bytes);
-        run("rows_even, events, R 6", rows_even<true, 6>, even_blocks(6), 256, bits_bytes);
-        run("rows_even, events, R 8", rows_even<true, 8>, even_blocks(8), 256, bits_bytes);
-        run("rows_even, list, R 4", rows_even<false, 4>, even_blocks(4), 256, bits_bytes);
+        run("ballot_parts P 32 U 2", ballot_parts<true, 32, 2>, sms * 8, 256, 0);
+        run("ballot_parts P 64 U 1", ballot_parts<true, 64, 1>, sms * 8, 256, 0);
+        run("ballot_parts P auto U 1", ballot_parts<true, 0, 1>, sms * 8, 256, 0);
+        run("ballot_parts P auto U 2", ballot_parts<true, 0, 2>, sms * 8, 256, 0);
         run("post_even (one launch, chooses), R 4", post_even<4>, sms * 8, EVEN_THREADS, 0);
-        run("post_even (one launch, chooses), R 6", post_even<6>, sms * 8, EVEN_THREADS, 0);
         run("columns (list)", columns, sms * 8, 256, 0);
         run("rows, events, split 4, U 4", rows<true, 4, 4>, sms * 8, 256, bits_bytes);
-        run("rows, events, split 8, U 2", rows<true, 8, 2>, sms * 8, 256, bits_bytes);
         run("rows4, events, split 4, U 1", rows4<true, 4, 1>, sms * 8, 256, bits_bytes);
-        run("rows4, events, split 2, U 2", rows4<true, 2, 2>, sms * 8, 256, bits_bytes);
-        run("rows4, events, split 8, U 1", rows4<true, 8, 1>, sms * 8, 256, bits_bytes);
-        run("rows4, events, split 4, U 1", rows4<true, 4, 1>, sms * 4, 256, bits_bytes);
         run("rows4, list, split 4, U 1", rows4<false, 4, 1>, sms * 8, 256, bits_bytes);
         expect = &ref_pre;
         run("pre: rows (list)", pre_list, sms * 8, 256, 0);
-        run("pre: pre_even, R 4", pre_even<4>, even_blocks(4), EVEN_THREADS, 0);
-        run("pre: pre_even, R 8", pre_even<8>, even_blocks(8), EVEN_THREADS, 0);
         run("pre: pre_even, R 4, 8 blocks an SM", pre_even<4>, sms * 8, EVEN_THREADS, 0);
+        run("pre: ballot_parts P 32 U 2", ballot_parts<false, 32, 2>, sms * 8, 256, 0);
+        run("pre: ballot_parts P 48 U 1", ballot_parts<false, 48, 1>, sms * 8, 256, 0);
+        run("pre: ballot_parts P 64 U 1", ballot_parts<false, 64, 1>, sms * 8, 256, 0);
+        run("pre: ballot_parts P auto U 1", ballot_parts<false, 0, 1>, sms * 8, 256, 0);
+        run("pre: ballot_parts P auto U 2", ballot_parts<false, 0, 2>, sms * 8, 256, 0);
+        run("pre: ballot_parts P auto U 2, 6 blocks an SM", ballot_parts<false, 0, 2>, sms * 6, 256, 0);
+        run("pre: ballot_parts P 32 U 2, 12 blocks an SM", ballot_parts<false, 32, 2>, sms * 12, 256, 0);
         expect = &ref;
     }
 }
