@@ -1196,9 +1196,10 @@ fn csr_post_even_matches_cpu() {
 /// 1 / 30 / 100 % live, bool events and float inputs with zeros.
 #[test]
 fn csr_plasticity_line_parts_matches_cpu() {
+    type LineLength = fn(&mut Rng) -> usize;
     let mut p = Pair::new();
     for t in FLOATS {
-        let cases: [(bool, (usize, usize), fn(&mut Rng) -> usize); 4] = [
+        let cases: [(bool, (usize, usize), LineLength); 4] = [
             (false, (8192, 300), |rng| if rng.below(50) == 0 { 2000 } else { rng.below(4) }),
             (false, (64, 9000), |rng| if rng.below(2) == 0 { 3000 } else { 0 }),
             (true, (3000, 40), |rng| 1 + rng.below(8)),

@@ -10,7 +10,9 @@ use crate::core::context::Stream;
 use crate::core::csr::{Csr, Profile, Weights};
 use crate::core::dense::Dense;
 use crate::core::ops::Product;
-use crate::core::plan::{self, can_scatter, plan_name, Algorithm, Bsrmm, Compact, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y};
+use crate::core::plan::{
+    self, can_scatter, plan_name, Algorithm, Bsrmm, Compact, CsrPlasticity, DenseMm, SpmmN, SpmmT, Yw2y,
+};
 use crate::core::spikes::{SpikeList, Spikes};
 use crate::core::InputKind;
 use crate::dtype::DType;
@@ -948,9 +950,7 @@ pub fn csr_plasticity(
     let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
     if let (Spikes::Events(x), CsrPlasticity::PostColumns) = (spikes, alg) {
         if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
-            let wide = a.dtype.size() == 8 || x.dtype.size() == 8;
-            let per_sm = if wide { POST_EVEN_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM };
-            let grid = Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (POST_EVEN_THREADS, 1));
+            let grid = resident_grid(gpu, a.dtype.size() == 8 || x.dtype.size() == 8);
             let args = Args { runs: runs.addr(), ..event_args(x, base) };
             return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
         }
@@ -958,8 +958,7 @@ pub fn csr_plasticity(
     // a short event vector is walked by line parts in the one launch, listed nowhere
     if let Spikes::Events(x) = spikes {
         if x.rows <= LINE_PARTS_MAX_LINES && a.nnz <= i32::MAX as usize {
-            let per_sm = if a.dtype.size() == 8 { LINE_PARTS_BLOCKS_PER_SM_F64 } else { LINE_PARTS_BLOCKS_PER_SM };
-            let grid = Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (LINES_THREADS, 1));
+            let grid = resident_grid(gpu, a.dtype.size() == 8);
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
     }
@@ -984,16 +983,16 @@ pub fn csr_plasticity(
 /// the probe (bench/probe_post_rows.cu, bench/NOTES.md "Plasticity by line parts"); listing
 /// first won past one window of the old form (15,000 neurons 5 %: 9.2 against 7.5).
 const LINE_PARTS_MAX_LINES: usize = 8192;
-/// Blocks per SM of `line_parts`: as many as stay resident (kernels/active_lines.cuh,
-/// LINES_BLOCKS_PER_SM: 32 registers, 40 with f64 weights).
-const LINE_PARTS_BLOCKS_PER_SM: u64 = 8;
-const LINE_PARTS_BLOCKS_PER_SM_F64: u64 = 5;
-/// Post on an event vector whose matrix keeps run records (`plan::post_runs_kept`) runs
-/// `csr_post_even` (kernels/plasticity.cu): blocks of this many threads, as many an SM as its
-/// registers allow (32; 48 with f64 weights or inputs).
-const POST_EVEN_THREADS: u32 = 256;
-const POST_EVEN_BLOCKS_PER_SM: u64 = 8;
-const POST_EVEN_BLOCKS_PER_SM_F64: u64 = 5;
+/// The grid of the one-launch plasticity kernels on event vectors (`line_parts`, and
+/// `csr_post_even` where the matrix keeps run records: `plan::post_runs_kept`): 256-thread blocks,
+/// as many an SM as stay resident at their launch bounds (kernels/active_lines.cuh and
+/// plasticity.cu: 8 at 32 registers, 5 where an f64 weight or input takes 40-48).
+fn resident_grid(gpu: &super::Gpu, wide: bool) -> Grid {
+    let per_sm = if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { RESIDENT_BLOCKS_PER_SM };
+    Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (LINES_THREADS, 1))
+}
+const RESIDENT_BLOCKS_PER_SM: u64 = 8;
+const RESIDENT_BLOCKS_PER_SM_F64: u64 = 5;
 
 /// `launch(args, capacity)` on a spike list, or on an event vector listed first into the
 /// stream's scratch (`on_event_columns`): `base` with the list's arguments, and its capacity.
@@ -1194,7 +1193,13 @@ pub fn compact(s: &Stream, alg: Compact, spikes: &Dense, indices: &Dense, count:
 /// column), in one launch: with `block_slices` a block of COMPACT_ONE_BLOCK_THREADS a column up
 /// to COMPACT_ONE_BLOCK_MAX rows (its one tile), slices of the rows per block past that; with
 /// `cluster_rounds` a cluster a column.
-fn list_event_columns(s: &Stream, alg: Compact, events: Args, (columns, dtype): (usize, DType), listed: Listed) -> Result<()> {
+fn list_event_columns(
+    s: &Stream,
+    alg: Compact,
+    events: Args,
+    (columns, dtype): (usize, DType),
+    listed: Listed,
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let rows = listed.capacity;
     let args = Args { m: rows as i64, y: listed.indices, out2: listed.count, ..events };
