@@ -279,7 +279,8 @@ template <int R> __global__ void __launch_bounds__(EVEN_THREADS) pre_even(Net q)
 // 5-step shuffle search naming each entry's line. No barrier and no shared memory: trips are
 // events, bounds, entries (pre: index and weight; post: perm and rowind), then trace (and post's
 // weight), as in the list form.
-template <bool POST, int P, int U> __global__ void ballot_parts(Net q) {
+template <bool POST, int P, int U, bool PDL = false> __global__ void ballot_parts(Net q) {
+    if (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");  // as the library's kernels start
     const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31, lines = POST ? q.k : q.m, groups = (lines + 31) / 32;
     const int* ptr = POST ? q.colptr : q.indptr;
@@ -310,6 +311,78 @@ template <bool POST, int P, int U> __global__ void ballot_parts(Net q) {
                     if (__shfl_sync(~0u, end, s + step - 1) <= idx) s += step;
                 const int start = __shfl_sync(~0u, end - n, s), first = __shfl_sync(~0u, pb, s);
                 at[u] = idx < total ? first + idx - start : -1;
+            }
+            if (POST) {
+                int wp[U], r[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) wp[u] = q.perm[at[u]], r[u] = q.rowind[at[u]];
+                float v[U], t[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) v[u] = q.w[wp[u]], t[u] = q.trace[r[u]];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) q.w[wp[u]] = clipped(v[u] + t[u]);
+            } else {
+                int c[U];
+                float v[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) c[u] = q.indices[at[u]], v[u] = q.w[at[u]];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (at[u] >= 0) q.w[at[u]] = clipped(v[u] + q.trace[c[u]]);
+            }
+        }
+    }
+}
+
+// Line parts balanced by weight over wider groups (a prepared idea, issue #8): warp task t is
+// group t / P of 32 G candidate lines (G consecutive a lane) and share t % P of the group's live
+// entries laid end to end (a part of the concatenation, not of each line), so a task carries its
+// group's weight / P and wider groups vary less (Poisson: relative spread 1 / sqrt(live lines)).
+// An entry's line: a shuffle search for its lane, then that lane's G lengths and starts.
+template <bool POST, int G, int P, int U> __global__ void ballot_wide(Net q) {
+    const int warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31, lines = POST ? q.k : q.m, groups = (lines + 32 * G - 1) / (32 * G);
+    const int* ptr = POST ? q.colptr : q.indptr;
+    for (int task = warp; task < groups * P; task += warps) {
+        const int l0 = task / P * 32 * G + lane * G, part = task % P;
+        int b[G], n[G], mine = 0;
+#pragma unroll
+        for (int i = 0; i < G; i++) {
+            b[i] = 0, n[i] = 0;
+            if (l0 + i < lines) {
+                b[i] = ptr[l0 + i];
+                if (q.events[l0 + i]) n[i] = ptr[l0 + i + 1] - b[i];
+            }
+            mine += n[i];
+        }
+        int end = mine;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(~0u, end, o);
+            if (lane >= o) end += v;
+        }
+        const int total = __shfl_sync(~0u, end, 31), lo = total * part / P, hi = total * (part + 1) / P;
+        for (int base = lo; base < hi; base += 32 * U) {
+            int at[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int idx = base + 32 * u + lane;
+                int src = 0;
+#pragma unroll
+                for (int step = 16; step; step >>= 1)
+                    if (__shfl_sync(~0u, end, src + step - 1) <= idx) src += step;
+                int off = idx - __shfl_sync(~0u, end - mine, src), p = -1;
+#pragma unroll
+                for (int i = 0; i < G; i++) {
+                    const int ni = __shfl_sync(~0u, n[i], src), bi = __shfl_sync(~0u, b[i], src);
+                    if (p < 0 && off < ni) p = bi + off;
+                    else if (p < 0) off -= ni;
+                }
+                at[u] = idx < hi ? p : -1;
             }
             if (POST) {
                 int wp[U], r[U];
@@ -389,7 +462,6 @@ int main(int argc, char** argv) {
     cudaStream_t s = probe_stream();
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const size_t bits_bytes = (K + 31) / 32 * 4;
     printf("post %d² x %d a row, %d active columns (1 in %d), %d entries to update\n", M, ROW, count, ONE_IN,
            colptr.back() ? (int)std::count_if(indices.begin(), indices.end(), [&](int c) { return events[c]; }) : 0);
     printf("| variant | blocks x threads | graph µs | event µs | max error |\n|---|---|---|---|---|\n");
@@ -403,26 +475,24 @@ int main(int argc, char** argv) {
         const Timing t = time_call(s, call);
         printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
     };
+    // the same launched as the library launches on sm_90: programmatic stream serialization
+    auto run_pdl = [&](const char* name, auto kernel, int blocks, int threads) {
+        auto call = [&] { launch_overlapped(s, kernel, dim3(blocks), dim3(threads), q); };
+        CK(cudaMemcpy(q.w, w0.data(), nnz * 4, cudaMemcpyHostToDevice));
+        call();
+        CK(cudaStreamSynchronize(s));
+        const double err = max_error(q.w, *expect);
+        const Timing t = time_call(s, call);
+        printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
+    };
     for (int round = 0; round < 2; round++) {
         run("ballot_parts P 32 U 2", ballot_parts<true, 32, 2>, sms * 8, 256, 0);
-        run("ballot_parts P 64 U 1", ballot_parts<true, 64, 1>, sms * 8, 256, 0);
-        run("ballot_parts P auto U 1", ballot_parts<true, 0, 1>, sms * 8, 256, 0);
-        run("ballot_parts P auto U 2", ballot_parts<true, 0, 2>, sms * 8, 256, 0);
-        run("post_even (one launch, chooses), R 4", post_even<4>, sms * 8, EVEN_THREADS, 0);
+        run_pdl("ballot_parts P 32 U 2, launched as the library does", ballot_parts<true, 32, 2, true>, sms * 8, 256);
         run("columns (list)", columns, sms * 8, 256, 0);
-        run("rows, events, split 4, U 4", rows<true, 4, 4>, sms * 8, 256, bits_bytes);
-        run("rows4, events, split 4, U 1", rows4<true, 4, 1>, sms * 8, 256, bits_bytes);
-        run("rows4, list, split 4, U 1", rows4<false, 4, 1>, sms * 8, 256, bits_bytes);
         expect = &ref_pre;
         run("pre: rows (list)", pre_list, sms * 8, 256, 0);
-        run("pre: pre_even, R 4, 8 blocks an SM", pre_even<4>, sms * 8, EVEN_THREADS, 0);
         run("pre: ballot_parts P 32 U 2", ballot_parts<false, 32, 2>, sms * 8, 256, 0);
-        run("pre: ballot_parts P 48 U 1", ballot_parts<false, 48, 1>, sms * 8, 256, 0);
-        run("pre: ballot_parts P 64 U 1", ballot_parts<false, 64, 1>, sms * 8, 256, 0);
-        run("pre: ballot_parts P auto U 1", ballot_parts<false, 0, 1>, sms * 8, 256, 0);
-        run("pre: ballot_parts P auto U 2", ballot_parts<false, 0, 2>, sms * 8, 256, 0);
-        run("pre: ballot_parts P auto U 2, 6 blocks an SM", ballot_parts<false, 0, 2>, sms * 6, 256, 0);
-        run("pre: ballot_parts P 32 U 2, 12 blocks an SM", ballot_parts<false, 32, 2>, sms * 12, 256, 0);
+        run_pdl("pre: ballot_parts P 32 U 2, launched as the library does", ballot_parts<false, 32, 2, true>, sms * 8, 256);
         expect = &ref;
     }
 }
