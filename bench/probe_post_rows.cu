@@ -272,6 +272,34 @@ template <int R> __global__ void __launch_bounds__(EVEN_THREADS) pre_even(Net q)
     }
 }
 
+// The updates of U entries a lane (at[u]: a CSR entry for pre, a CSC position for post; -1:
+// none): their indices, then weights and traces, then stores, so that each step's loads are in
+// flight together.
+template <bool POST, int U> __device__ __forceinline__ void update_entries(const Net& q, const int (&at)[U]) {
+    if (POST) {
+        int wp[U], r[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (at[u] >= 0) wp[u] = q.perm[at[u]], r[u] = q.rowind[at[u]];
+        float v[U], t[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (at[u] >= 0) v[u] = q.w[wp[u]], t[u] = q.trace[r[u]];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (at[u] >= 0) q.w[wp[u]] = clipped(v[u] + t[u]);
+    } else {
+        int c[U];
+        float v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (at[u] >= 0) c[u] = q.indices[at[u]], v[u] = q.w[at[u]];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (at[u] >= 0) q.w[at[u]] = clipped(v[u] + q.trace[c[u]]);
+    }
+}
+
 // No listing at all (pre and post on events): warp task t is group t / P of 32 candidate lines
 // (rows for pre, columns for post) and part t % P of each; a ballot finds the group's live lines
 // (one 32-byte load), each lane takes its own line's bounds and part, a warp scan of the parts'
@@ -312,28 +340,7 @@ template <bool POST, int P, int U, bool PDL = false> __global__ void ballot_part
                 const int start = __shfl_sync(~0u, end - n, s), first = __shfl_sync(~0u, pb, s);
                 at[u] = idx < total ? first + idx - start : -1;
             }
-            if (POST) {
-                int wp[U], r[U];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) wp[u] = q.perm[at[u]], r[u] = q.rowind[at[u]];
-                float v[U], t[U];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) v[u] = q.w[wp[u]], t[u] = q.trace[r[u]];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) q.w[wp[u]] = clipped(v[u] + t[u]);
-            } else {
-                int c[U];
-                float v[U];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) c[u] = q.indices[at[u]], v[u] = q.w[at[u]];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) q.w[at[u]] = clipped(v[u] + q.trace[c[u]]);
-            }
+            update_entries<POST, U>(q, at);
         }
     }
 }
@@ -384,28 +391,7 @@ template <bool POST, int G, int P, int U> __global__ void ballot_wide(Net q) {
                 }
                 at[u] = idx < hi ? p : -1;
             }
-            if (POST) {
-                int wp[U], r[U];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) wp[u] = q.perm[at[u]], r[u] = q.rowind[at[u]];
-                float v[U], t[U];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) v[u] = q.w[wp[u]], t[u] = q.trace[r[u]];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) q.w[wp[u]] = clipped(v[u] + t[u]);
-            } else {
-                int c[U];
-                float v[U];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) c[u] = q.indices[at[u]], v[u] = q.w[at[u]];
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (at[u] >= 0) q.w[at[u]] = clipped(v[u] + q.trace[c[u]]);
-            }
+            update_entries<POST, U>(q, at);
         }
     }
 }
