@@ -452,8 +452,8 @@ int main(int argc, char** argv) {
            colptr.back() ? (int)std::count_if(indices.begin(), indices.end(), [&](int c) { return events[c]; }) : 0);
     printf("| variant | blocks x threads | graph µs | event µs | max error |\n|---|---|---|---|---|\n");
     const std::vector<float>* expect = &ref;  // the post reference; pre's for the pre rows
-    auto run = [&](const char* name, auto kernel, int blocks, int threads, size_t shared) {
-        auto call = [&] { kernel<<<blocks, threads, shared, s>>>(q); };
+    // a call's check against the reference from the same start, then its timings
+    auto measure = [&](const char* name, auto call, int blocks, int threads) {
         CK(cudaMemcpy(q.w, w0.data(), nnz * 4, cudaMemcpyHostToDevice));
         call();
         CK(cudaStreamSynchronize(s));
@@ -461,15 +461,12 @@ int main(int argc, char** argv) {
         const Timing t = time_call(s, call);
         printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
     };
+    auto run = [&](const char* name, auto kernel, int blocks, int threads, size_t shared) {
+        measure(name, [&] { kernel<<<blocks, threads, shared, s>>>(q); }, blocks, threads);
+    };
     // the same launched as the library launches on sm_90: programmatic stream serialization
     auto run_pdl = [&](const char* name, auto kernel, int blocks, int threads) {
-        auto call = [&] { launch_overlapped(s, kernel, dim3(blocks), dim3(threads), q); };
-        CK(cudaMemcpy(q.w, w0.data(), nnz * 4, cudaMemcpyHostToDevice));
-        call();
-        CK(cudaStreamSynchronize(s));
-        const double err = max_error(q.w, *expect);
-        const Timing t = time_call(s, call);
-        printf("| %s | %d x %d | %.2f | %.2f | %.1e |\n", name, blocks, threads, t.graph_us, t.event_us, err);
+        measure(name, [&] { launch_overlapped(s, kernel, dim3(blocks), dim3(threads), q); }, blocks, threads);
     };
     for (int round = 0; round < 2; round++) {
         run("ballot_parts P 32 U 2", ballot_parts<true, 32, 2>, sms * 8, 256, 0);
