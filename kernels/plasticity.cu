@@ -26,8 +26,9 @@ template <class T, class Walk> struct AddTrace {
 // each one's line): indices and traces, then weights, then stores. No barrier: where each block
 // listed the vector first (windowed_lines), its warps waited ~2 µs on that listing (pre 5,000²
 // x 500, 10 % live: bench/NOTES.md, "Plasticity by line parts"). A part is about PART_ENTRIES
-// entries of a mean line, parts at most about the grid's warps over the groups. The host runs it on up
-// to 8,192 lines and 2^31 - 1 entries (src/cuda/ops.rs, LINE_PARTS_MAX_LINES): positions are ints.
+// entries of a mean line, parts at most about the grid's warps over the groups. The host runs
+// it on up to 8,192 lines and 2^31 - 1 entries (src/cuda/ops.rs, LINE_PARTS_MAX_LINES), so
+// positions are ints.
 #define PART_ENTRIES 16
 #define PART_AT_ONCE 2
 
@@ -208,8 +209,8 @@ template <class T, class In> __device__ void dense_post(const Args& a) {
     });
 }
 
-#define CSR_PLASTICITY(T, TN, E, EN)                                                                  \
-    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)), (csr_plasticity<T, E, CsrWalk>))   \
+#define CSR_PLASTICITY(T, TN, E, EN)                                                                                  \
+    EVS_WEIGHTS_KERNEL(csr_pre_##TN##_##EN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)), (csr_plasticity<T, E, CsrWalk>)) \
     EVS_WEIGHTS_KERNEL(csr_post_##TN##_##EN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)), (csr_plasticity<T, E, CscWalk>))
 #define CSR_POST_EVEN(T, TN, E, EN) EVS_WEIGHTS_KERNEL(csr_post_even_##TN##_##EN, (POST_EVEN_THREADS, POST_EVEN_BLOCKS_PER_SM(T, E)), (csr_post_even<T, E>))
 #define DENSE_PLASTICITY(T, TN, E, EN)                                                 \
