@@ -93,7 +93,8 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 #define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 5 : 8)
 #define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
 
-// Positions are ints: the host runs it on up to 2^31 - 32 entries (plan::post_runs_kept).
+// Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
+// that a warp's last batch of runs, past nnz, stays in range.
 template <class T> __device__ void even_runs(const Args& a, const unsigned* live) {
     typedef typename AccOf<T>::type A;
     constexpr int R = POST_EVEN_RUNS;

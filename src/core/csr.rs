@@ -518,9 +518,10 @@ impl Csr {
                 }
                 None => None,
             },
-            post_runs: match post_runs_kept(stats) {
-                true => Some(upload("csr analysis", as_bytes(&post_run_records(view)))?),
-                false => None,
+            post_runs: if post_runs_kept(stats) {
+                Some(upload("csr analysis", as_bytes(&post_run_records(view)))?)
+            } else {
+                None
             },
             csc_weights,
         };

@@ -441,10 +441,15 @@ pub const POST_RUN_ENTRIES: usize = 32;
 
 /// Whether analysis keeps the run records of post plasticity by rows (`csr_post_even`): the
 /// columns fit its mask, and every non-empty row holds a run's worth of entries or more, so that
-/// a run meets at most one row start (16 bytes a run: half a byte an entry). 32-bit positions.
+/// a run meets at most one row start (16 bytes a run: half a byte an entry). 32-bit positions,
+/// with room past the last entry for a warp's last batch of runs (kernels/plasticity.cu,
+/// `even_runs`: 4 runs a batch, so a position reaches nnz + 159 before its bounds test).
 pub fn post_runs_kept(stats: &CsrStats) -> bool {
     let short_rows: u64 = stats.rows.histogram[1..=POST_RUN_ENTRIES.trailing_zeros() as usize].iter().sum();
-    stats.nnz > 0 && stats.cols.lines <= POST_EVEN_COLUMNS && short_rows == 0 && stats.nnz < i32::MAX as usize
+    stats.nnz > 0
+        && stats.cols.lines <= POST_EVEN_COLUMNS
+        && short_rows == 0
+        && stats.nnz <= i32::MAX as usize - 8 * POST_RUN_ENTRIES
 }
 
 /// Whether `output_slices` is the choice for spmv on events and spike lists.
