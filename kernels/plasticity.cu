@@ -38,8 +38,11 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
     const T* trace = (const T*)a.aux;
     const A lo = A(a.lo), hi = A(a.hi);
     const int lines = (int)Walk::count(a), groups = (lines + 31) / 32, lane = lane_id(), warps = (int)warps_in_grid();
-    // parts a power of two near the ideal, so that a task's parts cost shifts, not divisions
-    const int ideal = max(1, min(warps / max(groups, 1), (int)(a.nnz / max(lines, 1)) / PART_ENTRIES));
+    // parts a power of two near the ideal, so that a task's parts cost shifts, not divisions; the
+    // ideal in float arithmetic, since a 64-bit division in every thread cost as many
+    // instructions as the walk itself (ncu: 1.79 M against the probe's 0.98 M)
+    const float mean_line = __fdividef((float)a.nnz, (float)max(lines, 1));
+    const int ideal = max(1, min((int)__fdividef((float)warps, (float)max(groups, 1)), (int)(mean_line / PART_ENTRIES)));
     const int shift = 31 - __clz(ideal + ideal / 2), parts = 1 << shift;
     for (int task = (int)warp_id(); task < groups << shift; task += warps) {
         const int line = (task >> shift) * 32 + lane, part = task & (parts - 1);
@@ -94,15 +97,16 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 #define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
-// that a warp's last batch of runs, past nnz, stays in range.
-template <class T> __device__ void even_runs(const Args& a, const unsigned* live) {
+// that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
+// takes the ones before where it applies).
+template <class T> __device__ void even_runs(const Args& a, const unsigned* live, int first = 0) {
     typedef typename AccOf<T>::type A;
     constexpr int R = POST_EVEN_RUNS;
     T* w = (T*)a.weights;
     const T* trace = (const T*)a.aux;
     const A lo = A(a.lo), hi = A(a.hi);
     const int lane = lane_id(), nnz = (int)a.nnz, runs = (nnz + 31) / 32, warps = (int)warps_in_grid();
-    for (int run0 = (int)warp_id() * R; run0 < runs; run0 += warps * R) {
+    for (int run0 = first + (int)warp_id() * R; run0 < runs; run0 += warps * R) {
         int c[R];
         int4 run[R];
 #pragma unroll
@@ -125,6 +129,48 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
         for (int j = 0; j < R; j++)
             if (on[j]) clip_put(w + (run0 + j) * 32 + lane, v[j] + delta[j], lo, hi);
     }
+}
+
+// even_runs for f32 weights where indices and weights are 16-byte aligned: a lane takes 4
+// consecutive entries of a warp's 128 (one 16-byte load of their indices, one of their weights
+// where any is live, one store), RUNS4_AT_ONCE such blocks loaded together: about a third of the
+// instructions a run of the one-entry form, which is issue-bound (bench/NOTES.md). Returns the
+// runs it leaves (past the last whole block) to even_runs.
+#define RUNS4_AT_ONCE 1
+__device__ int even_runs4(const Args& a, const unsigned* live) {
+    float* w = (float*)a.weights;
+    const float* trace = (const float*)a.aux;
+    const float lo = (float)a.lo, hi = (float)a.hi;
+    const int lane = lane_id(), blocks = (int)(a.nnz / 128), warps = (int)warps_in_grid();
+    const int pos = 4 * (lane % 8);  // the lane's first entry within its run of 32
+    for (int b0 = (int)warp_id() * RUNS4_AT_ONCE; b0 < blocks; b0 += warps * RUNS4_AT_ONCE) {
+        int4 c[RUNS4_AT_ONCE], run[RUNS4_AT_ONCE];
+#pragma unroll
+        for (int u = 0; u < RUNS4_AT_ONCE; u++) {
+            const int b = b0 + u;
+            c[u] = b < blocks ? *(const int4*)(a.indices + b * 128 + 4 * lane) : make_int4(-1, -1, -1, -1);
+            run[u] = b < blocks ? a.runs[b * 4 + lane / 8] : make_int4(0, 32, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < RUNS4_AT_ONCE; u++) {
+            const int cs[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
+            unsigned on = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++) on |= (unsigned)(cs[j] >= 0 && (live[cs[j] >> 5] >> (cs[j] & 31) & 1)) << j;
+            if (!on) continue;
+            float4* at = (float4*)(w + (b0 + u) * 128 + 4 * lane);
+            const float4 v = *at;
+            float vs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (on >> j & 1) {
+                    const float x = vs[j] + trace[pos + j < run[u].y ? run[u].x : run[u].z];
+                    vs[j] = x < lo ? lo : x > hi ? hi : x;  // clip_put's selects: NaN passes
+                }
+            *at = make_float4(vs[0], vs[1], vs[2], vs[3]);  // the silent ones unchanged: only this lane owns them
+        }
+    }
+    return blocks * 4;
 }
 
 // Whether to walk the rows: every warp counts the same sample of the event vector (16 events a
@@ -155,7 +201,10 @@ template <class T, class In> __device__ void csr_post_even(const Args& a) {
     const In* x = (const In*)a.x;
     live[t] = bits16(x, a.ldx, 32 * t, a.k, on) | bits16(x, a.ldx, 32 * t + 16, a.k, on) << 16;
     __syncthreads();
-    even_runs<T>(a, live);
+    int first = 0;
+    if constexpr (std::is_same<T, float>::value)
+        if (((uintptr_t)a.indices | (uintptr_t)a.weights) % 16 == 0) first = even_runs4(a, live);
+    even_runs<T>(a, live, first);
 }
 
 // CSR pre (CsrWalk) or post (CscWalk): a spike list a warp per listed line, an event vector by

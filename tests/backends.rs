@@ -1220,6 +1220,54 @@ fn csr_plasticity_line_parts_matches_cpu() {
     }
 }
 
+/// Post by rows on wrapped arrays one element past 16-byte alignment (indices, weights or both):
+/// `csr_post_even` walks 4 entries a lane only where both are aligned (`even_runs4`), so each
+/// other case takes the one-entry walk; 40 % of the columns live so that the rows are walked.
+#[test]
+fn csr_post_rows_on_misaligned_arrays_match_cpu() {
+    let mut p = Pair::new();
+    let pat = random_rows(&mut p.rng, (600, 3000), 5, |rng| if rng.below(9) == 0 { 0 } else { 100 + rng.below(200) });
+    let nnz = pat.indices.len();
+    let floats = |v: &[i64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+    let indptr = upload(&p.dev.0, &p.dev.1, DType::I64, (1, pat.m + 1, 1), &floats(&pat.indptr));
+    let trace = p.values(pat.m, 10);
+    let sv: Vec<f64> = (0..pat.k).map(|_| (p.rng.below(100) < 40) as u8 as f64).collect();
+    for (index_skip, weight_skip) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+        let mut iv = vec![0.0; index_skip];
+        iv.extend(floats(&pat.indices.iter().map(|&c| c as i64).collect::<Vec<_>>()));
+        let indices = upload(&p.dev.0, &p.dev.1, DType::I32, (1, iv.len(), 1), &iv);
+        let w = p.values(nnz, 0);
+        let mut wv = vec![0.0; weight_skip];
+        wv.extend(&w);
+        let weights = upload(&p.dev.0, &p.dev.1, DType::F32, (1, wv.len(), 1), &wv);
+        let shape = || CsrShape::new(pat.m as i64, pat.k as i64, nnz as i64, DType::I64, DType::F32).unwrap();
+        let dev_a = Csr::wrap(
+            &p.dev.0,
+            shape(),
+            indptr.buf.ptr(),
+            indices.buf.ptr().wrapping_add(4 * index_skip) as *mut i32,
+            Some(weights.buf.ptr().wrapping_add(4 * weight_skip)),
+            0.0,
+        )
+        .unwrap();
+        let wb = encode(DType::F32, &w);
+        let ipb = encode(DType::I64, &floats(&pat.indptr));
+        let cpu_a =
+            unsafe { Csr::from_host(&p.cpu.0, shape(), ipb.as_ptr(), pat.indices.as_ptr(), Some(wb.as_ptr()), 0.0) }
+                .unwrap();
+        let spikes = p.both(DType::Bool, (1, pat.k, 1), &sv);
+        let tr = p.both(DType::F32, (1, pat.m, 1), &trace);
+        let what = format!("post by rows, indices {index_skip} and weights {weight_skip} past alignment");
+        ops::csr_plasticity(&p.dev.1, true, &dev_a, Spikes::Events(&spikes.dev), &tr.dev, -0.5, 0.5).unwrap();
+        ops::csr_plasticity(&p.cpu.1, true, &cpu_a, Spikes::Events(&spikes.cpu), &tr.cpu, -0.5, 0.5).unwrap();
+        let weights_of = |a: &Csr| match &a.weights {
+            evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), DType::F32, a.nnz),
+            _ => unreachable!(),
+        };
+        p.compare(&what, &Both { dev: weights_of(&dev_a), cpu: weights_of(&cpu_a) });
+    }
+}
+
 /// CSR plasticity (pre or post) on one pattern and spike input, the device against the CPU.
 fn csr_plasticity_case(p: &mut Pair, t: DType, post: bool, pat: &Pattern, spikes: SpikesBoth, input: &str) {
     let (dev_a, cpu_a, _) = csr_both(p, pat, t, false);
