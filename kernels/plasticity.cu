@@ -57,7 +57,11 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
         }
         const int end = warp_inclusive_sum(n, lane), total = __shfl_sync(0xffffffffu, end, 31);
         for (int base = 0; base < total; base += 32 * PART_AT_ONCE) {
-            int p[PART_AT_ONCE], at[PART_AT_ONCE];
+            // in phases, each one's loads issued together: positions, then entries and sources
+            // (pre: its weights too, at known positions), then traces and weights, then stores.
+            // A source's trace loaded beside its own search kept the next entry's loads a trip
+            // behind (pre 5,000² 10 %: bench/NOTES.md, "Line parts in phases").
+            int p[PART_AT_ONCE], at[PART_AT_ONCE], from[PART_AT_ONCE];
             A delta[PART_AT_ONCE], old[PART_AT_ONCE];
 #pragma unroll
             for (int u = 0; u < PART_AT_ONCE; u++) {
@@ -66,13 +70,18 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 #pragma unroll
                 for (int step = 16; step; step >>= 1)
                     if (__shfl_sync(0xffffffffu, end, src + step - 1) <= idx) src += step;
-                const int start = __shfl_sync(0xffffffffu, end - n, src), from = __shfl_sync(0xffffffffu, first, src);
-                p[u] = idx < total ? from + idx - start : -1;
-                if (p[u] >= 0) at[u] = (int)Walk::entry(a, p[u]), delta[u] = A(to_f(trace[Walk::source(a, p[u])]));
+                const int start = __shfl_sync(0xffffffffu, end - n, src), at0 = __shfl_sync(0xffffffffu, first, src);
+                p[u] = idx < total ? at0 + idx - start : -1;
             }
 #pragma unroll
             for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) at[u] = (int)Walk::entry(a, p[u]), from[u] = (int)Walk::source(a, p[u]);
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++)
                 if (p[u] >= 0) old[u] = A(to_f(w[at[u]]));
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) delta[u] = A(to_f(trace[from[u]]));
 #pragma unroll
             for (int u = 0; u < PART_AT_ONCE; u++)
                 if (p[u] >= 0) clip_put(w + at[u], old[u] + delta[u], lo, hi);
