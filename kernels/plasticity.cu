@@ -102,7 +102,7 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 #define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 32)  // src/core/plan.rs POST_EVEN_COLUMNS
 #define POST_EVEN_RUNS 4
 // 32 registers; 48 with f64 weights or inputs (at 6 blocks those spilled)
-#define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 5 : 8)
+#define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 5 : 6)
 #define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
@@ -160,6 +160,9 @@ __device__ int even_runs4(const Args& a, const unsigned* live) {
             c[u] = b < blocks ? *(const int4*)(a.indices + b * 128 + 4 * lane) : make_int4(-1, -1, -1, -1);
             run[u] = b < blocks ? a.runs[b * 4 + lane / 8] : make_int4(0, 32, 0, 0);
         }
+        float t0[RUNS4_AT_ONCE], t1[RUNS4_AT_ONCE];  // the traces of the run's two rows, whatever is live
+#pragma unroll
+        for (int u = 0; u < RUNS4_AT_ONCE; u++) t0[u] = trace[run[u].x], t1[u] = trace[run[u].z];
 #pragma unroll
         for (int u = 0; u < RUNS4_AT_ONCE; u++) {
             const int cs[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
@@ -173,7 +176,7 @@ __device__ int even_runs4(const Args& a, const unsigned* live) {
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 if (on >> j & 1) {
-                    const float x = vs[j] + trace[pos + j < run[u].y ? run[u].x : run[u].z];
+                    const float x = vs[j] + (pos + j < run[u].y ? t0[u] : t1[u]);
                     vs[j] = x < lo ? lo : x > hi ? hi : x;  // clip_put's selects: NaN passes
                 }
             *at = make_float4(vs[0], vs[1], vs[2], vs[3]);  // the silent ones unchanged: only this lane owns them

@@ -950,7 +950,8 @@ pub fn csr_plasticity(
     let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
     if let (Spikes::Events(x), CsrPlasticity::PostColumns) = (spikes, alg) {
         if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
-            let grid = resident_grid(gpu, a.dtype.size() == 8 || x.dtype.size() == 8);
+            let wide = a.dtype.size() == 8 || x.dtype.size() == 8;
+            let grid = if wide { resident_grid(gpu, true) } else { Grid::new((gpu.multiprocessors as u64 * 6, 1), (LINES_THREADS, 1)) };
             let args = Args { runs: runs.addr(), ..event_args(x, base) };
             return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
         }
