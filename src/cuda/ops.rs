@@ -959,7 +959,7 @@ pub fn csr_plasticity(
     // a short event vector is walked by line parts in the one launch, listed nowhere
     if let Spikes::Events(x) = spikes {
         if x.rows <= LINE_PARTS_MAX_LINES && a.nnz <= i32::MAX as usize {
-            let grid = resident_grid(gpu, a.dtype.size() == 8);
+            let grid = line_parts_grid(gpu, x.rows, a.nnz, a.dtype.size() == 8);
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
     }
@@ -991,6 +991,15 @@ const LINE_PARTS_MAX_LINES: usize = 8192;
 fn resident_grid(gpu: &super::Gpu, wide: bool) -> Grid {
     let per_sm = if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { RESIDENT_BLOCKS_PER_SM };
     Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (LINES_THREADS, 1))
+}
+/// `line_parts`' grid: a warp a task (32-line group and part, parts a power of two near the mean
+/// line's 1 / 16 as the kernel takes them), no more than stay resident.
+fn line_parts_grid(gpu: &super::Gpu, lines: usize, nnz: usize, wide: bool) -> Grid {
+    let ideal = (nnz / lines.max(1) / 16).max(1);
+    let tasks = lines.div_ceil(32) << (ideal + ideal / 2).ilog2();
+    let resident = resident_grid(gpu, wide);
+    let warps_per_block = (LINES_THREADS / 32) as usize;
+    Grid::new(((tasks.div_ceil(warps_per_block) as u64).min(resident.blocks.0), 1), (LINES_THREADS, 1))
 }
 const RESIDENT_BLOCKS_PER_SM: u64 = 8;
 const RESIDENT_BLOCKS_PER_SM_F64: u64 = 5;
