@@ -999,7 +999,7 @@ fn line_parts_grid(gpu: &super::Gpu, lines: usize, nnz: usize, wide: bool) -> Gr
     let tasks = lines.div_ceil(32) << (ideal + ideal / 2).ilog2();
     let resident = resident_grid(gpu, wide);
     let warps_per_block = (LINES_THREADS / 32) as usize;
-    Grid::new(((tasks.div_ceil(warps_per_block) as u64).min(resident.blocks.0), 1), (LINES_THREADS, 1))
+    Grid::new(((tasks.div_ceil(warps_per_block) as u64).clamp(1, resident.blocks.0), 1), (LINES_THREADS, 1))
 }
 const RESIDENT_BLOCKS_PER_SM: u64 = 8;
 const RESIDENT_BLOCKS_PER_SM_F64: u64 = 5;
