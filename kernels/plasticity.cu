@@ -11,15 +11,12 @@ template <class T, class Walk> struct AddTrace {
     typedef typename AccOf<T>::type Acc;
     struct Entry {
         int64_t weight;
-        Acc old, delta;
+        Acc delta;
     };
-    // the weight loaded before the trace, whose index is a load away (pre: in one trip with it)
     __device__ Entry load(const Args& a, int64_t p) {
-        const int64_t at = Walk::entry(a, p);
-        const Acc old = Acc(to_f(((const T*)a.weights)[at]));
-        return {at, old, Acc(to_f(((const T*)a.aux)[Walk::source(a, p)]))};
+        return {Walk::entry(a, p), Acc(to_f(((const T*)a.aux)[Walk::source(a, p)]))};
     }
-    __device__ void apply(const Args& a, const Entry& e, Acc) { clip_put((T*)a.weights + e.weight, e.old + e.delta, a); }
+    __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
 // An event vector in one launch, listed nowhere: warp task t is group t / parts of 32 candidate
