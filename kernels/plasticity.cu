@@ -91,18 +91,21 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 
 // Post on an event vector of up to POST_EVEN_COLUMNS neurons where analysis kept the run records
 // (a.runs: every non-empty row has 32 entries or more, src/core/plan.rs `post_runs_kept`), in
-// one launch of 8 blocks an SM. Where a sample says many columns are live (POST_ROWS_SHARE_DIV,
-// rows_pay) each block builds the live columns' mask (a word a thread) and walks every entry in
-// even shares (even_runs): a warp loads POST_EVEN_RUNS runs' column indices and records in one
-// trip, the live entries' weights and their rows' traces in a second, then stores, and each
-// warp's weights are its runs' own lines. Else it walks the live columns by line parts, as on
-// other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by line
-// parts"): 10 % live 10.1 -> 8.0 against the columns, 40 % 32 -> 8.2.
+// one launch of POST_EVEN_BLOCKS_PER_SM blocks an SM. Where a sample says many columns are live
+// (POST_ROWS_SHARE_DIV, rows_pay) each block builds the live columns' mask (a word a thread) and
+// walks every entry in even shares (even_runs, even_runs4): a warp loads its runs' column indices
+// and records in one trip, the live entries' weights and their rows' traces in a second, then
+// stores, and each warp's weights are its runs' own lines. Else it walks the live columns by line
+// parts, as on other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by
+// line parts", "Line parts in phases"): 10 % live 10.1 -> 6.7 against the columns, 40 % 32 -> 7.0.
 #define POST_EVEN_THREADS 256
 #define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 32)  // src/core/plan.rs POST_EVEN_COLUMNS
 #define POST_EVEN_RUNS 4
-// 32 registers; 48 with f64 weights or inputs (at 6 blocks those spilled)
-#define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 5 : 8)
+// 40 registers: at 8 blocks (32) ptxas sank the run record's load into the live branch, a trip
+// after the indices' (post 5,000² 10 %: 7.6 -> 6.7 graph µs at 6, bench/NOTES.md, "Line parts in
+// phases"); 48 with f64 weights or inputs (at 6 blocks those spilled). src/cuda/ops.rs
+// POST_EVEN_BLOCKS_PER_SM.
+#define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 5 : 6)
 #define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
@@ -141,43 +144,35 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
 }
 
 // even_runs for f32 weights where indices and weights are 16-byte aligned: a lane takes 4
-// consecutive entries of a warp's 128 (one 16-byte load of their indices, one of their weights
-// where any is live, one store), RUNS4_AT_ONCE such blocks loaded together: about a third of the
-// instructions a run of the one-entry form, which is issue-bound (bench/NOTES.md). Returns the
-// runs it leaves (past the last whole block) to even_runs.
-#define RUNS4_AT_ONCE 1
+// consecutive entries of a warp's 128 (one 16-byte load of their indices with the run's record,
+// one of their weights where any is live with the traces of the run's two rows, one store):
+// about a third of the instructions of the one-entry form. Returns the runs it leaves (past the
+// last whole 128) to even_runs.
 __device__ int even_runs4(const Args& a, const unsigned* live) {
     float* w = (float*)a.weights;
     const float* trace = (const float*)a.aux;
     const float lo = (float)a.lo, hi = (float)a.hi;
     const int lane = lane_id(), blocks = (int)(a.nnz / 128), warps = (int)warps_in_grid();
     const int pos = 4 * (lane % 8);  // the lane's first entry within its run of 32
-    for (int b0 = (int)warp_id() * RUNS4_AT_ONCE; b0 < blocks; b0 += warps * RUNS4_AT_ONCE) {
-        int4 c[RUNS4_AT_ONCE], run[RUNS4_AT_ONCE];
+    for (int b = (int)warp_id(); b < blocks; b += warps) {
+        const int4 c = *(const int4*)(a.indices + b * 128 + 4 * lane), run = a.runs[b * 4 + lane / 8];
+        // the traces named here, before the test, keep the record's load beside the indices'
+        const float t0 = trace[run.x], t1 = trace[run.z];
+        const int cs[4] = {c.x, c.y, c.z, c.w};
+        unsigned on = 0;
 #pragma unroll
-        for (int u = 0; u < RUNS4_AT_ONCE; u++) {
-            const int b = b0 + u;
-            c[u] = b < blocks ? *(const int4*)(a.indices + b * 128 + 4 * lane) : make_int4(-1, -1, -1, -1);
-            run[u] = b < blocks ? a.runs[b * 4 + lane / 8] : make_int4(0, 32, 0, 0);
-        }
+        for (int j = 0; j < 4; j++) on |= (unsigned)(cs[j] >= 0 && (live[cs[j] >> 5] >> (cs[j] & 31) & 1)) << j;
+        if (!on) continue;
+        float4* at = (float4*)(w + b * 128 + 4 * lane);
+        const float4 v = *at;
+        float vs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int u = 0; u < RUNS4_AT_ONCE; u++) {
-            const int cs[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
-            unsigned on = 0;
-#pragma unroll
-            for (int j = 0; j < 4; j++) on |= (unsigned)(cs[j] >= 0 && (live[cs[j] >> 5] >> (cs[j] & 31) & 1)) << j;
-            if (!on) continue;
-            float4* at = (float4*)(w + (b0 + u) * 128 + 4 * lane);
-            const float4 v = *at;
-            float vs[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                if (on >> j & 1) {
-                    const float x = vs[j] + trace[pos + j < run[u].y ? run[u].x : run[u].z];
-                    vs[j] = x < lo ? lo : x > hi ? hi : x;  // clip_put's selects: NaN passes
-                }
-            *at = make_float4(vs[0], vs[1], vs[2], vs[3]);  // the silent ones unchanged: only this lane owns them
-        }
+        for (int j = 0; j < 4; j++)
+            if (on >> j & 1) {
+                const float x = vs[j] + (pos + j < run.y ? t0 : t1);
+                vs[j] = x < lo ? lo : x > hi ? hi : x;  // clip_put's selects: NaN passes
+            }
+        *at = make_float4(vs[0], vs[1], vs[2], vs[3]);  // the silent ones unchanged: only this lane owns them
     }
     return blocks * 4;
 }

@@ -950,7 +950,8 @@ pub fn csr_plasticity(
     let base = if alg == CsrPlasticity::PostColumns { with_csc(s, a, base)? } else { base };
     if let (Spikes::Events(x), CsrPlasticity::PostColumns) = (spikes, alg) {
         if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
-            let grid = resident_grid(gpu, a.dtype.size() == 8 || x.dtype.size() == 8);
+            let wide = a.dtype.size() == 8 || x.dtype.size() == 8;
+            let grid = resident_grid(gpu, if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM });
             let args = Args { runs: runs.addr(), ..event_args(x, base) };
             return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
         }
@@ -958,7 +959,7 @@ pub fn csr_plasticity(
     // a short event vector is walked by line parts in the one launch, listed nowhere
     if let Spikes::Events(x) = spikes {
         if x.rows <= LINE_PARTS_MAX_LINES && a.nnz <= i32::MAX as usize {
-            let grid = resident_grid(gpu, a.dtype.size() == 8);
+            let grid = line_parts_grid(gpu, x.rows, a.nnz, a.dtype.size() == 8);
             return gpu.launch(stream, gpu.kernel(family, Some(a.dtype), Some(x.dtype))?, grid, &event_args(x, base));
         }
     }
@@ -985,14 +986,28 @@ pub fn csr_plasticity(
 const LINE_PARTS_MAX_LINES: usize = 8192;
 /// The grid of the one-launch plasticity kernels on event vectors (`line_parts`, and
 /// `csr_post_even` where the matrix keeps run records: `plan::post_runs_kept`): 256-thread blocks,
-/// as many an SM as stay resident at their launch bounds (kernels/active_lines.cuh and
-/// plasticity.cu: 8 at 32 registers, 5 where an f64 weight or input takes 40-48).
-fn resident_grid(gpu: &super::Gpu, wide: bool) -> Grid {
-    let per_sm = if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { RESIDENT_BLOCKS_PER_SM };
+/// `per_sm` an SM, as many as stay resident at their launch bounds (kernels/active_lines.cuh and
+/// plasticity.cu).
+fn resident_grid(gpu: &super::Gpu, per_sm: u64) -> Grid {
     Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (LINES_THREADS, 1))
 }
+/// `line_parts`' grid: a warp a task (32-line groups by parts, a power of two near the mean
+/// line's 1 / 16 as the kernel counts them), no more than stay resident: the idle warps of a
+/// resident grid cost pre 5,000² 10 % 0.7 of 3.8 graph µs (bench/NOTES.md, "Line parts in
+/// phases").
+fn line_parts_grid(gpu: &super::Gpu, lines: usize, nnz: usize, wide: bool) -> Grid {
+    let ideal = (nnz / lines.max(1) / 16).max(1);
+    let tasks = lines.div_ceil(32) << (ideal + ideal / 2).ilog2();
+    let resident = resident_grid(gpu, if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { RESIDENT_BLOCKS_PER_SM });
+    let warps_per_block = (LINES_THREADS / 32) as usize;
+    Grid::new(((tasks.div_ceil(warps_per_block) as u64).clamp(1, resident.blocks.0), 1), (LINES_THREADS, 1))
+}
+/// `line_parts`' blocks an SM: 8 at 32 registers, 5 where an f64 weight or input takes 40-48.
 const RESIDENT_BLOCKS_PER_SM: u64 = 8;
 const RESIDENT_BLOCKS_PER_SM_F64: u64 = 5;
+/// `csr_post_even`'s blocks an SM with f32 weights and inputs (kernels/plasticity.cu: 40
+/// registers, so that the rows walk loads a run's record with its indices).
+const POST_EVEN_BLOCKS_PER_SM: u64 = 6;
 
 /// `launch(args, capacity)` on a spike list, or on an event vector listed first into the
 /// stream's scratch (`on_event_columns`): `base` with the list's arguments, and its capacity.
