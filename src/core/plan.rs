@@ -355,6 +355,8 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
     let rows = &stats.rows;
     if skewed(rows) {
         SpmmN::LengthClasses
+    } else if kind == InputKind::Events && n == 1 && can_scatter(dtype) && stats.cols.lines <= N_PARTS_MAX_COLUMNS {
+        SpmmN::CscScatter
     } else if kind == InputKind::Events && n == 1 && column_slice_width(stats).is_some() {
         SpmmN::OutputSlices
     } else if kind == InputKind::Events && n == 1 && can_scatter(dtype) {
@@ -373,6 +375,9 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
 /// Events `spmm_n:output_slices` takes at most: every block lists them in one window of its
 /// shared memory (kernels/sparse.cu, N_SLICE_INPUTS).
 const N_SLICE_INPUTS: usize = 16384;
+/// spmv N on event vectors of up to this many columns runs `csc_scatter` by line parts
+/// (kernels/sparse.cu, csc_parts): no listing, no census.
+pub(crate) const N_PARTS_MAX_COLUMNS: usize = 16384;
 
 /// The slice widths `spmm_n:output_slices` may run with, narrowest first (kernels/sparse.cu,
 /// N_SLICE_WIDTH_MAX): narrower slices are more blocks, each with fewer entries per column.
@@ -889,11 +894,11 @@ mod tests {
         assert_eq!(choose_spmm_n(&stats(&[100; 1000]), 128, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 1, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 128, InputKind::Events, DType::F32, &H100), SpmmN::EventBits);
-        // event vectors: output_slices up to N_SLICE_INPUTS columns, then csc_scatter (f32/f64)
+        // event vectors: csc_scatter by line parts up to N_PARTS_MAX_COLUMNS columns (f32/f64),
+        // else output_slices up to N_SLICE_INPUTS columns, then csc_scatter (f32/f64)
         let wide = stats(&[20; N_SLICE_INPUTS + 1]);
-        for dtype in [DType::F32, DType::BF16] {
-            assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, dtype, &H100), SpmmN::OutputSlices);
-        }
+        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::BF16, &H100), SpmmN::OutputSlices);
         assert_eq!(choose_spmm_n(&wide, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
         assert_eq!(choose_spmm_n(&wide, 1, InputKind::Events, DType::BF16, &H100), SpmmN::WarpPerRow);
         let short = stats(&[3, 0, 8, 5]);
