@@ -377,7 +377,7 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
 const N_SLICE_INPUTS: usize = 16384;
 /// spmv N on event vectors of up to this many columns runs `csc_scatter` by line parts
 /// (kernels/sparse.cu, csc_parts): no listing, no census.
-pub(crate) const N_PARTS_MAX_COLUMNS: usize = 16384;
+pub const N_PARTS_MAX_COLUMNS: usize = 16384;
 
 /// The slice widths `spmm_n:output_slices` may run with, narrowest first (kernels/sparse.cu,
 /// N_SLICE_WIDTH_MAX): narrower slices are more blocks, each with fewer entries per column.
