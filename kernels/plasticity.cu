@@ -19,32 +19,74 @@ template <class T, class Walk> struct AddTrace {
     __device__ void apply(const Args& a, const Entry& e, Acc) { clip_add((T*)a.weights + e.weight, e.delta, a); }
 };
 
-// CSR pre and post on an event vector by line parts (active_lines.cuh): each batch in phases,
-// each phase's loads issued together: entries and sources (pre: its weights too, at known
-// positions), then traces and weights, then stores. A source's trace loaded beside its own
-// search kept the next entry's loads a trip behind (pre 5,000² 10 %: bench/NOTES.md, "Line parts
-// in phases").
-template <class T, class In, class Walk> __device__ void plastic_parts(const Args& a) {
+// An event vector in one launch, listed nowhere: warp task t is group t / parts of 32 candidate
+// lines and part t % parts of each live one. A lane tests its own line (one coalesced load a
+// group) and takes its part's bounds, a warp scan of the parts' lengths lays the task's entries
+// end to end, and the lanes take PART_AT_ONCE of them each at a time (a shuffle search names
+// each one's line): indices and traces, then weights, then stores. No barrier: where each block
+// listed the vector first (windowed_lines), its warps waited ~2 µs on that listing (pre 5,000²
+// x 500, 10 % live: bench/NOTES.md, "Plasticity by line parts"). A part is about PART_ENTRIES
+// entries of a mean line, parts at most about the grid's warps over the groups. The host runs
+// it on up to 8,192 lines and 2^31 - 1 entries (src/cuda/ops.rs, LINE_PARTS_MAX_LINES), so
+// positions are ints. The walk of active_lines.cuh's each_part_entries, written out here: the
+// shared form made ptxas spill in csr_post_even's rows walk (bench/NOTES.md, "N on events by line
+// parts"). PART_ENTRIES and PART_AT_ONCE are that walk's.
+
+template <class T, class In, class Walk> __device__ void line_parts(const Args& a) {
     typedef typename AccOf<T>::type A;
     T* w = (T*)a.weights;
     const T* trace = (const T*)a.aux;
     const A lo = A(a.lo), hi = A(a.hi);
-    line_parts<In, Walk, A>(a, [&](const int (&p)[PART_AT_ONCE], const int (&)[PART_AT_ONCE], A) {
-        int at[PART_AT_ONCE], from[PART_AT_ONCE];
-        A delta[PART_AT_ONCE], old[PART_AT_ONCE];
+    const int lines = (int)Walk::count(a), groups = (lines + 31) / 32, lane = lane_id(), warps = (int)warps_in_grid();
+    // parts a power of two near the ideal, so that a task's parts cost shifts, not divisions; the
+    // ideal in float arithmetic, since a 64-bit division in every thread cost as many
+    // instructions as the walk itself (ncu: 1.79 M against the probe's 0.98 M)
+    const float mean_line = __fdividef((float)a.nnz, (float)max(lines, 1));
+    const int ideal = max(1, min((int)__fdividef((float)warps, (float)max(groups, 1)), (int)(mean_line / PART_ENTRIES)));
+    const int shift = 31 - __clz(ideal + ideal / 2), parts = 1 << shift;
+    for (int task = (int)warp_id(); task < groups << shift; task += warps) {
+        const int line = (task >> shift) * 32 + lane, part = task & (parts - 1);
+        int first = 0, n = 0, b = 0, len = 0;
+        int64_t unused;
+        A v;
+        if (line < lines) b = (int)Walk::begin(a, line), len = (int)Walk::end(a, line) - b;  // with the input: a trip less
+        if (line < lines && InputLines<In>::live(a, line, unused, v)) {
+            const int chunk = (len + parts - 1) >> shift, skip = min(len, part * chunk);
+            first = b + skip;
+            n = min(chunk, len - skip);
+        }
+        const int end = warp_inclusive_sum(n, lane), total = __shfl_sync(0xffffffffu, end, 31);
+        for (int base = 0; base < total; base += 32 * PART_AT_ONCE) {
+            // in phases, each one's loads issued together: positions, then entries and sources
+            // (pre: its weights too, at known positions), then traces and weights, then stores.
+            // A source's trace loaded beside its own search kept the next entry's loads a trip
+            // behind (pre 5,000² 10 %: bench/NOTES.md, "Line parts in phases").
+            int p[PART_AT_ONCE], at[PART_AT_ONCE], from[PART_AT_ONCE];
+            A delta[PART_AT_ONCE], old[PART_AT_ONCE];
 #pragma unroll
-        for (int u = 0; u < PART_AT_ONCE; u++)
-            if (p[u] >= 0) at[u] = (int)Walk::entry(a, p[u]), from[u] = (int)Walk::source(a, p[u]);
+            for (int u = 0; u < PART_AT_ONCE; u++) {
+                const int idx = base + 32 * u + lane;
+                int src = 0;  // the first lane whose parts end past idx
 #pragma unroll
-        for (int u = 0; u < PART_AT_ONCE; u++)
-            if (p[u] >= 0) old[u] = A(to_f(w[at[u]]));
+                for (int step = 16; step; step >>= 1)
+                    if (__shfl_sync(0xffffffffu, end, src + step - 1) <= idx) src += step;
+                const int start = __shfl_sync(0xffffffffu, end - n, src), at0 = __shfl_sync(0xffffffffu, first, src);
+                p[u] = idx < total ? at0 + idx - start : -1;
+            }
 #pragma unroll
-        for (int u = 0; u < PART_AT_ONCE; u++)
-            if (p[u] >= 0) delta[u] = A(to_f(trace[from[u]]));
+            for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) at[u] = (int)Walk::entry(a, p[u]), from[u] = (int)Walk::source(a, p[u]);
 #pragma unroll
-        for (int u = 0; u < PART_AT_ONCE; u++)
-            if (p[u] >= 0) clip_put(w + at[u], old[u] + delta[u], lo, hi);
-    });
+            for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) old[u] = A(to_f(w[at[u]]));
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) delta[u] = A(to_f(trace[from[u]]));
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++)
+                if (p[u] >= 0) clip_put(w + at[u], old[u] + delta[u], lo, hi);
+        }
+    }
 }
 
 // Post on an event vector of up to POST_EVEN_COLUMNS neurons where analysis kept the run records
@@ -156,7 +198,7 @@ template <class In> __device__ bool rows_pay(const Args& a) {
 
 template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
-    if (!rows_pay<In>(a)) return plastic_parts<T, In, CscWalk>(a);  // grid-uniform
+    if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk>(a);  // grid-uniform
     __shared__ unsigned live[POST_EVEN_THREADS];
     const int t = threadIdx.x;
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
@@ -173,7 +215,7 @@ template <class T, class In> __device__ void csr_post_even(const Args& a) {
 // line parts (src/cuda/ops.rs lists a long one first and runs the list form).
 template <class T, class In, class Walk> __device__ void csr_plasticity(const Args& a) {
     if constexpr (std::is_same<In, SpikeList>::value) warp_per_line<In, Walk, AddTrace<T, Walk>>(a);
-    else plastic_parts<T, In, Walk>(a);
+    else line_parts<T, In, Walk>(a);
 }
 
 // Dense W (m x k, in y), in one launch: the live neurons in a spike list, read where it lies

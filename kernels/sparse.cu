@@ -1092,7 +1092,7 @@ EVS_FOR_INPUTS(CSC_EVENTS, double, f64)
 template <class T, class In, bool AFTER_OPENER> __device__ void csc_parts(const Args& raw) {
     const Args a = in_csc_order(raw);
     bool scaled = !AFTER_OPENER;
-    line_parts<In, CscWalk, T>(a, [&](const int (&p)[PART_AT_ONCE], const int (&src)[PART_AT_ONCE], T v) {
+    each_part_entries<In, CscWalk, T>(a, [&](const int (&p)[PART_AT_ONCE], const int (&src)[PART_AT_ONCE], T v) {
         int row[PART_AT_ONCE];
         T term[PART_AT_ONCE];
 #pragma unroll

@@ -124,8 +124,9 @@ algorithms! {
         /// Columns with live input (events, spike lists) spread their entries onto the output
         /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
         /// thread; GPU, f32/f64, with atomics: a warp per listed column of a spike list; an
-        /// event vector is counted first, and where its active columns are not few the same
-        /// launch gathers the rows instead, decided on the device).
+        /// event vector of up to `N_PARTS_MAX_COLUMNS` elements by line parts in one launch,
+        /// listed nowhere; a longer one is counted first, and where its active columns are not
+        /// few the same launch gathers the rows instead, decided on the device).
         CscScatter = "csc_scatter" on Both,
         /// spmv on event vectors of up to `N_SLICE_INPUTS` elements, in one launch: every block
         /// lists the live columns itself; where they are few, a block per slice of the output
@@ -346,11 +347,13 @@ fn skewed(lines: &LengthStats) -> bool {
 /// dense B; f16 / bf16 1.3x and f64 1.6x at 10 % (bench/NOTES.md, "spmm lists: what binds them,
 /// and the lists' heads in one load").
 ///
-/// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror where they
-/// are few, which the device decides from its count (`csc_scatter`): 10000² x 200/row at 0.1 %
-/// and 1 %, 5.0-5.4 and 5.6-5.8 graph µs against 6.1 and 6.7 for warp_per_row, which reads
-/// every index; at 20 % (the rows gathered after the count) 10.5 against 7.7 (bench/NOTES.md,
-/// "spmv N on events along the CSC mirror").
+/// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror
+/// (`csc_scatter`): up to N_PARTS_MAX_COLUMNS columns by line parts in one launch after the
+/// scaling, listed nowhere (10000² x 200/row at 1 %: 3.4 graph µs against `output_slices`' 4.5,
+/// bench/NOTES.md, "N on events by line parts"); longer ones where the active columns are few,
+/// which the device decides from its count: 0.1 % and 1 %, 5.0-5.4 and 5.6-5.8 graph µs against
+/// 6.1 and 6.7 for warp_per_row, which reads every index; at 20 % (the rows gathered after the
+/// count) 10.5 against 7.7 (bench/NOTES.md, "spmv N on events along the CSC mirror").
 pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
     if skewed(rows) {
