@@ -32,6 +32,59 @@ template <class In> struct InputLines {
     }
 };
 
+// An event vector in one launch, listed nowhere (each_part_entries): warp task t is group t / parts
+// of 32 candidate lines and part t % parts of each live one. A lane tests its own line (one
+// coalesced load a group) and takes its part's bounds, read with the input; a warp scan of the
+// parts' lengths lays the task's entries end to end, and the lanes take PART_AT_ONCE of them each
+// at a time (a shuffle search names each one's line): batch(p, src, v) gets their positions (-1:
+// none), the lanes whose lines they are, and this lane's line's input value (to shuffle from src
+// where the batch needs the values). No barrier: where each block listed the vector first, its
+// warps waited ~2 µs on that listing (CSR pre 5,000² x 500, 10 % live: bench/NOTES.md, "Plasticity
+// by line parts"). A part is about PART_ENTRIES entries of a mean line, parts a power of two
+// (shifts, not divisions) at most about the grid's warps over the groups (src/cuda/ops.rs,
+// line_parts_grid, sizes the grid a warp a task). The host runs it on up to 2^31 - 1 entries, so
+// positions are ints. CSR plasticity's line_parts (plasticity.cu) is the same walk written out:
+// called from csr_post_even, this form made ptxas spill in its rows walk (16 % more instructions
+// executed, post 5,000² 10 % 6.7 -> 7.3 graph µs: bench/NOTES.md, "N on events by line parts").
+#define PART_ENTRIES 16
+#define PART_AT_ONCE 2
+template <class In, class Walk, class A, class Batch> __device__ void each_part_entries(const Args& a, Batch batch) {
+    const int lines = (int)Walk::count(a), groups = (lines + 31) / 32, lane = lane_id(), warps = (int)warps_in_grid();
+    // the ideal part count in float arithmetic: a 64-bit division in every thread cost as many
+    // instructions as the walk itself (ncu: 1.79 M against the probe's 0.98 M)
+    const float mean_line = __fdividef((float)a.nnz, (float)max(lines, 1));
+    const int ideal = max(1, min((int)__fdividef((float)warps, (float)max(groups, 1)), (int)(mean_line / PART_ENTRIES)));
+    const int shift = 31 - __clz(ideal + ideal / 2), parts = 1 << shift;
+    for (int task = (int)warp_id(); task < groups << shift; task += warps) {
+        const int line = (task >> shift) * 32 + lane, part = task & (parts - 1);
+        int first = 0, n = 0, b = 0, len = 0;
+        int64_t unused;
+        A v;
+        if (line < lines) b = (int)Walk::begin(a, line), len = (int)Walk::end(a, line) - b;  // with the input: a trip less
+        if (line < lines && InputLines<In>::live(a, line, unused, v)) {
+            const int chunk = (len + parts - 1) >> shift, skip = min(len, part * chunk);
+            first = b + skip;
+            n = min(chunk, len - skip);
+        }
+        const int end = warp_inclusive_sum(n, lane), total = __shfl_sync(0xffffffffu, end, 31);
+        for (int base = 0; base < total; base += 32 * PART_AT_ONCE) {
+            int p[PART_AT_ONCE], src[PART_AT_ONCE];
+#pragma unroll
+            for (int u = 0; u < PART_AT_ONCE; u++) {
+                const int idx = base + 32 * u + lane;
+                int at = 0;  // the first lane whose parts end past idx
+#pragma unroll
+                for (int step = 16; step; step >>= 1)
+                    if (__shfl_sync(0xffffffffu, end, at + step - 1) <= idx) at += step;
+                const int start = __shfl_sync(0xffffffffu, end - n, at), at0 = __shfl_sync(0xffffffffu, first, at);
+                p[u] = idx < total ? at0 + idx - start : -1;
+                src[u] = at;
+            }
+            batch(p, src, v);
+        }
+    }
+}
+
 // Every entry p of line [begin, end): Work::load for ENTRIES_AT_ONCE entries per lane, then
 // Work::apply with the line's input value v, so that the loads are in flight together.
 template <class Work>

@@ -28,9 +28,9 @@ template <class T, class Walk> struct AddTrace {
 // x 500, 10 % live: bench/NOTES.md, "Plasticity by line parts"). A part is about PART_ENTRIES
 // entries of a mean line, parts at most about the grid's warps over the groups. The host runs
 // it on up to 8,192 lines and 2^31 - 1 entries (src/cuda/ops.rs, LINE_PARTS_MAX_LINES), so
-// positions are ints.
-#define PART_ENTRIES 16
-#define PART_AT_ONCE 2
+// positions are ints. The walk of active_lines.cuh's each_part_entries, written out here: the
+// shared form made ptxas spill in csr_post_even's rows walk (bench/NOTES.md, "N on events by line
+// parts"). PART_ENTRIES and PART_AT_ONCE are that walk's.
 
 template <class T, class In, class Walk> __device__ void line_parts(const Args& a) {
     typedef typename AccOf<T>::type A;

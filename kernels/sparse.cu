@@ -1084,6 +1084,34 @@ LIST_SCATTER_AFTER_SCALE(double, f64)
     KERNEL(spmv_csc_events_##TN##_##InN, (csc_events<T, In>))
 EVS_FOR_INPUTS(CSC_EVENTS, float, f32)
 EVS_FOR_INPUTS(CSC_EVENTS, double, f64)
+// N on an event vector by line parts along the CSC mirror (csc_scatter where the columns are
+// few enough: src/cuda/ops.rs, csc_events): the live columns' entries add alpha * x[c] * w into
+// y[rowind[p]] with atomics, y scaled by beta before; AFTER_OPENER: launched right after the
+// scaling (scale_opener), its threads load inputs, bounds, rows and weights while it runs and
+// wait only before their first add. Weights in CSC order as CSC_KERNEL reads them.
+template <class T, class In, bool AFTER_OPENER> __device__ void csc_parts(const Args& raw) {
+    const Args a = in_csc_order(raw);
+    bool scaled = !AFTER_OPENER;
+    each_part_entries<In, CscWalk, T>(a, [&](const int (&p)[PART_AT_ONCE], const int (&src)[PART_AT_ONCE], T v) {
+        int row[PART_AT_ONCE];
+        T term[PART_AT_ONCE];
+#pragma unroll
+        for (int u = 0; u < PART_AT_ONCE; u++) {
+            const T line_value = __shfl_sync(0xffffffffu, v, src[u]);
+            if (p[u] >= 0) row[u] = a.rowind[p[u]], term[u] = T(a.alpha) * line_value * weight<T, T>(a, CscWalk::entry(a, p[u]));
+        }
+        if (!scaled) wait_for_prior_grids(), scaled = true;
+#pragma unroll
+        for (int u = 0; u < PART_AT_ONCE; u++)
+            if (p[u] >= 0) atomicAdd((T*)a.y + row[u] * a.ldy, term[u]);
+    });
+}
+#define CSC_PARTS(T, TN, In, InN)                                                                                  \
+    EVS_KERNEL(spmv_csc_parts_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)), (csc_parts<T, In, false>)) \
+    EVS_KERNEL_AFTER_OPENER(spmv_csc_parts_after_scale_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)),    \
+                            (csc_parts<T, In, true>))
+EVS_FOR_INPUTS(CSC_PARTS, float, f32)
+EVS_FOR_INPUTS(CSC_PARTS, double, f64)
 // N on spike lists: a warp per listed column, along the CSC mirror.
 CSC_KERNEL(spmv_csc_scatter_f32_i32, (warp_per_line<SpikeList, CscWalk, AddInto<float, CscWalk>>))
 CSC_KERNEL(spmv_csc_scatter_f64_i32, (warp_per_line<SpikeList, CscWalk, AddInto<double, CscWalk>>))

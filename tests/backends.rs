@@ -517,18 +517,45 @@ fn cpu_gathers_on_misaligned_inputs_match_reference() {
 /// slices), many and all (the gather branch of the same launch), each against the CPU.
 #[test]
 fn spmv_n_output_slices_match_cpu() {
+    let shapes = [(37, 300, 20, 128), (1_000, 777, 40, 128), (5_000, 4_000, 14, 1_024), (3_001, 16_384, 60, 128)];
+    let cases = shapes.map(|(m, k, per_column, _)| (m, k, per_column));
+    spmv_n_events_match_cpu("spmm_n:output_slices", &cases, &FLOATS, |pat, case| {
+        let width = shapes[case].3;
+        assert_eq!(plan::column_slice_width(&CsrStats::of(&pat.view())), Some(width), "{}x{}", pat.m, pat.k);
+    });
+}
+
+/// spmv N on event vectors with `csc_scatter` forced (f32 and f64): by line parts up to
+/// `N_PARTS_MAX_COLUMNS` columns (one column, a few, one group of 32 partly, the limit), after
+/// it the census and its launch, as `spmv_n_output_slices_match_cpu` checks them.
+#[test]
+fn spmv_n_csc_scatter_on_events_matches_cpu() {
+    let limit = plan::N_PARTS_MAX_COLUMNS;
+    let cases =
+        [(64, 1, 30), (37, 300, 20), (1_000, 777, 40), (500, 33, 200), (3_001, limit, 10), (2_000, limit + 1, 8)];
+    spmv_n_events_match_cpu("spmm_n:csc_scatter", &cases, &[DType::F32, DType::F64], |_, _| {});
+}
+
+/// spmv N on event vectors with `name` forced: per (m, k, mean entries a column), unsorted rows
+/// with duplicates, each of `floats` (homo and hetero in turn), every event dtype in turn
+/// (negative floats inactive), no event, few, many and all, each against the CPU. `check` sees
+/// each pattern and its case first.
+fn spmv_n_events_match_cpu(
+    name: &'static str,
+    cases: &[(usize, usize, usize)],
+    floats: &[DType],
+    check: impl Fn(&Pattern, usize),
+) {
     let mut p = Pair::new();
     if !p.on_gpu() {
         return;
     }
-    let name = "spmm_n:output_slices";
     p.dev.0.forced.apply(name).unwrap();
     p.forced = Some(name);
-    let shapes = [(37, 300, 20, 128), (1_000, 777, 40, 128), (5_000, 4_000, 14, 1_024), (3_001, 16_384, 60, 128)];
-    for (case, (m, k, per_column, width)) in shapes.into_iter().enumerate() {
-        let pat = random_rows(&mut p.rng, (m, k), 6, |rng| rng.below(2 * per_column * k / m));
-        assert_eq!(plan::column_slice_width(&CsrStats::of(&pat.view())), Some(width), "{m}x{k}");
-        for (i, t) in FLOATS.into_iter().enumerate() {
+    for (case, &(m, k, per_column)) in cases.iter().enumerate() {
+        let pat = random_rows(&mut p.rng, (m, k), 6, |rng| rng.below(2 * per_column * k / m + 1));
+        check(&pat, case);
+        for (i, &t) in floats.iter().enumerate() {
             let homo = (case + i) % 2 == 0;
             let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, homo);
             for (j, rate) in [0, 2, 12, 100].into_iter().enumerate() {

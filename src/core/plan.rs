@@ -124,8 +124,9 @@ algorithms! {
         /// Columns with live input (events, spike lists) spread their entries onto the output
         /// rows along the CSC mirror: only the active synapses are touched (CPU: on the calling
         /// thread; GPU, f32/f64, with atomics: a warp per listed column of a spike list; an
-        /// event vector is counted first, and where its active columns are not few the same
-        /// launch gathers the rows instead, decided on the device).
+        /// event vector of up to `N_PARTS_MAX_COLUMNS` elements by line parts in one launch,
+        /// listed nowhere; a longer one is counted first, and where its active columns are not
+        /// few the same launch gathers the rows instead, decided on the device).
         CscScatter = "csc_scatter" on Both,
         /// spmv on event vectors of up to `N_SLICE_INPUTS` elements, in one launch: every block
         /// lists the live columns itself; where they are few, a block per slice of the output
@@ -346,15 +347,19 @@ fn skewed(lines: &LengthStats) -> bool {
 /// dense B; f16 / bf16 1.3x and f64 1.6x at 10 % (bench/NOTES.md, "spmm lists: what binds them,
 /// and the lists' heads in one load").
 ///
-/// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror where they
-/// are few, which the device decides from its count (`csc_scatter`): 10000² x 200/row at 0.1 %
-/// and 1 %, 5.0-5.4 and 5.6-5.8 graph µs against 6.1 and 6.7 for warp_per_row, which reads
-/// every index; at 20 % (the rows gathered after the count) 10.5 against 7.7 (bench/NOTES.md,
-/// "spmv N on events along the CSC mirror").
+/// spmv on an event vector (f32/f64) walks the active columns along the CSC mirror
+/// (`csc_scatter`): up to N_PARTS_MAX_COLUMNS columns by line parts in one launch after the
+/// scaling, listed nowhere (10000² x 200/row at 1 %: 3.4 graph µs against `output_slices`' 4.5,
+/// bench/NOTES.md, "N on events by line parts"); longer ones where the active columns are few,
+/// which the device decides from its count: 0.1 % and 1 %, 5.0-5.4 and 5.6-5.8 graph µs against
+/// 6.1 and 6.7 for warp_per_row, which reads every index; at 20 % (the rows gathered after the
+/// count) 10.5 against 7.7 (bench/NOTES.md, "spmv N on events along the CSC mirror").
 pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, _dev: &DeviceInfo) -> SpmmN {
     let rows = &stats.rows;
     if skewed(rows) {
         SpmmN::LengthClasses
+    } else if kind == InputKind::Events && n == 1 && can_scatter(dtype) && stats.cols.lines <= N_PARTS_MAX_COLUMNS {
+        SpmmN::CscScatter
     } else if kind == InputKind::Events && n == 1 && column_slice_width(stats).is_some() {
         SpmmN::OutputSlices
     } else if kind == InputKind::Events && n == 1 && can_scatter(dtype) {
@@ -373,6 +378,9 @@ pub fn choose_spmm_n(stats: &CsrStats, n: usize, kind: InputKind, dtype: DType, 
 /// Events `spmm_n:output_slices` takes at most: every block lists them in one window of its
 /// shared memory (kernels/sparse.cu, N_SLICE_INPUTS).
 const N_SLICE_INPUTS: usize = 16384;
+/// spmv N on event vectors of up to this many columns runs `csc_scatter` by line parts
+/// (kernels/sparse.cu, csc_parts): no listing, no census.
+pub const N_PARTS_MAX_COLUMNS: usize = 16384;
 
 /// The slice widths `spmm_n:output_slices` may run with, narrowest first (kernels/sparse.cu,
 /// N_SLICE_WIDTH_MAX): narrower slices are more blocks, each with fewer entries per column.
@@ -889,11 +897,11 @@ mod tests {
         assert_eq!(choose_spmm_n(&stats(&[100; 1000]), 128, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 1, float, DType::F32, &H100), SpmmN::WarpPerRow);
         assert_eq!(choose_spmm_n(&uniform, 128, InputKind::Events, DType::F32, &H100), SpmmN::EventBits);
-        // event vectors: output_slices up to N_SLICE_INPUTS columns, then csc_scatter (f32/f64)
+        // event vectors: csc_scatter by line parts up to N_PARTS_MAX_COLUMNS columns (f32/f64),
+        // else output_slices up to N_SLICE_INPUTS columns, then csc_scatter (f32/f64)
         let wide = stats(&[20; N_SLICE_INPUTS + 1]);
-        for dtype in [DType::F32, DType::BF16] {
-            assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, dtype, &H100), SpmmN::OutputSlices);
-        }
+        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
+        assert_eq!(choose_spmm_n(&uniform, 1, InputKind::Events, DType::BF16, &H100), SpmmN::OutputSlices);
         assert_eq!(choose_spmm_n(&wide, 1, InputKind::Events, DType::F32, &H100), SpmmN::CscScatter);
         assert_eq!(choose_spmm_n(&wide, 1, InputKind::Events, DType::BF16, &H100), SpmmN::WarpPerRow);
         let short = stats(&[3, 0, 8, 5]);

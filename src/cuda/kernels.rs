@@ -49,6 +49,8 @@ families! {
     SPMV_CSC_SCATTER = "spmv_csc_scatter",
     CENSUS = "census",
     SPMV_CSC_EVENTS = "spmv_csc_events",
+    SPMV_CSC_PARTS = "spmv_csc_parts",
+    SPMV_CSC_PARTS_AFTER_SCALE = "spmv_csc_parts_after_scale",
     SPMV_T_SLICES = "spmv_t_slices",
     SPMV_N_SLICES = "spmv_n_slices",
     LIVE_ROWS = "live_rows",

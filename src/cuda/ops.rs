@@ -440,6 +440,9 @@ fn one_wave(gpu: &super::Gpu, grid: Grid, per_sm: u64) -> Grid {
 fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let (a, t, input) = (p.a, Some(p.a.dtype), Some(p.x.dtype));
+    if a.k <= plan::N_PARTS_MAX_COLUMNS && a.nnz <= i32::MAX as usize {
+        return csc_parts(s, p, with_csc_weights(s, a, args)?);
+    }
     let elements = a.m.max(a.k) as u64;
     let blocks = elements.div_ceil(CENSUS_THREADS as u64).clamp(1, CENSUS_BLOCKS_MAX);
     let counts = scratch(s, 4 * blocks as usize)?;
@@ -452,6 +455,21 @@ fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
     let scatter_blocks = line_blocks(gpu, a.k).blocks.0.min(gpu.multiprocessors as u64 * CSC_EVENTS_BLOCKS_PER_SM);
     let args = Args { n_chunks: scatter_blocks.clamp(1, grid.blocks.0) as i64, ..args };
     gpu.launch(stream, gpu.kernel(SPMV_CSC_EVENTS, t, input)?, grid, &args)
+}
+
+/// spmv N on a short event vector by line parts along the CSC mirror (`csc_parts`), after y is
+/// scaled by beta: by the opener kernel where launches overlap (the parts load their entries
+/// while it runs), else first.
+fn csc_parts(s: &Stream, p: &Product, args: Args) -> Result<()> {
+    let (gpu, stream) = parts(s)?;
+    let (a, t, input) = (p.a, Some(p.a.dtype), Some(p.x.dtype));
+    let grid = line_parts_grid(gpu, a.k, a.nnz, a.dtype.size() == 8);
+    if scaled_by_kernel(gpu, &args, a.m * a.dtype.size()) {
+        launch_scale(s, SCALE_OPENER, &args, (a.m, 1), a.dtype)?;
+        return gpu.launch(stream, gpu.kernel(SPMV_CSC_PARTS_AFTER_SCALE, t, input)?, grid, &args);
+    }
+    scale_output(s, &args, (a.m, 1), a.dtype)?;
+    gpu.launch(stream, gpu.kernel(SPMV_CSC_PARTS, t, input)?, grid, &args)
 }
 
 /// spmv N on an event vector (`output_slices`, any dtype): one launch, a block per slice of y
