@@ -210,8 +210,9 @@ mod tests {
         // kernels that load before the wait enter through enter_after_loads: the plain gathers
         let sparse = std::fs::read_to_string(format!("{dir}/sparse.cu")).unwrap();
         assert_eq!(sparse.matches("EVS_KERNEL_LOADS_FIRST(").count(), 2);
-        // spmv T and N on a spike list right after the scaling that opens them (spmv_spikes_t/n)
-        assert_eq!(sparse.matches("EVS_KERNEL_AFTER_OPENER(").count(), 2);
+        // spmv T and N on a spike list right after the scaling that opens them (spmv_spikes_t/n),
+        // and N on an event vector by line parts (csc_parts)
+        assert_eq!(sparse.matches("EVS_KERNEL_AFTER_OPENER(").count(), 3);
         assert_eq!(sparse.matches("let_dependents_launch();").count(), 1);
         // the one kernel that waits where it needs to (its N and T forms) runs right after an
         // opener that lets it launch early (dense_wgmma in src/cuda/ops.rs: event_matrix first
