@@ -382,15 +382,6 @@ __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, 
     return bits;
 }
 
-// bits16 of e0 and of e0 + 16 in one: where both stretches are vectors, their loads go out in one
-// trip (two bits16 calls wait on their loads one after the other).
-template <class In, class Live>
-__device__ unsigned bits32(const In* x, int64_t ldx, int64_t e0, int64_t limit, Live live) {
-    if (vector16(x, ldx, e0, limit) && vector16(x, ldx, e0 + 16, limit))
-        return bits16_vector(x + e0, live) | bits16_vector(x + e0 + 16, live) << 16;
-    return bits16(x, ldx, e0, limit, live) | bits16(x, ldx, e0 + 16, limit, live) << 16;
-}
-
 // The active events among [start, stop) (event e at x[e * ldx]) listed in order into out, by a
 // block of THREADS threads; returns how many. A tile gives each thread 16 consecutive events
 // (bits16: one 16-byte load of bools) and a scan of one barrier places the actives (the tiles

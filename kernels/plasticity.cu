@@ -148,24 +148,14 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
 // one of their weights where any is live with the traces of the run's two rows, one store):
 // about a third of the instructions of the one-entry form. Returns the runs it leaves (past the
 // last whole 128) to even_runs.
-// A warp's block of 128 entries for even_runs4: a lane's 4 column indices and its run's record.
-struct Block4 {
-    int4 c, run;
-};
-__device__ __forceinline__ Block4 block4(const Args& a, int b) {
-    return {*(const int4*)(a.indices + b * 128 + 4 * lane_id()), a.runs[b * 4 + lane_id() / 8]};
-}
-// `first`: the warp's first block, loaded before the mask was built (in flight across its build
-// and barrier).
-__device__ int even_runs4(const Args& a, const unsigned* live, Block4 first) {
+__device__ int even_runs4(const Args& a, const unsigned* live) {
     float* w = (float*)a.weights;
     const float* trace = (const float*)a.aux;
     const float lo = (float)a.lo, hi = (float)a.hi;
     const int lane = lane_id(), blocks = (int)(a.nnz / 128), warps = (int)warps_in_grid();
     const int pos = 4 * (lane % 8);  // the lane's first entry within its run of 32
     for (int b = (int)warp_id(); b < blocks; b += warps) {
-        const Block4 k = b == (int)warp_id() ? first : block4(a, b);
-        const int4 c = k.c, run = k.run;
+        const int4 c = *(const int4*)(a.indices + b * 128 + 4 * lane), run = a.runs[b * 4 + lane / 8];
         // the traces named here, before the test, keep the record's load beside the indices'
         const float t0 = trace[run.x], t1 = trace[run.z];
         const int cs[4] = {c.x, c.y, c.z, c.w};
@@ -211,15 +201,13 @@ template <class T, class In> __device__ void csr_post_even(const Args& a) {
     if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk>(a);  // grid-uniform
     __shared__ unsigned live[POST_EVEN_THREADS];
     const int t = threadIdx.x;
-    const bool four = std::is_same<T, float>::value && ((uintptr_t)a.indices | (uintptr_t)a.weights) % 16 == 0;
-    Block4 first4 = {};
-    if (four && warp_id() < a.nnz / 128) first4 = block4(a, (int)warp_id());  // beside the mask's loads
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
-    live[t] = bits32((const In*)a.x, a.ldx, 32 * t, a.k, on);
+    const In* x = (const In*)a.x;
+    live[t] = bits16(x, a.ldx, 32 * t, a.k, on) | bits16(x, a.ldx, 32 * t + 16, a.k, on) << 16;
     __syncthreads();
     int first = 0;
     if constexpr (std::is_same<T, float>::value)
-        if (four) first = even_runs4(a, live, first4);
+        if (((uintptr_t)a.indices | (uintptr_t)a.weights) % 16 == 0) first = even_runs4(a, live);
     even_runs<T>(a, live, first);
 }
 
