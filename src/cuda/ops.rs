@@ -1014,12 +1014,14 @@ fn resident_grid(gpu: &super::Gpu, per_sm: u64) -> Grid {
 /// resident grid cost pre 5,000² 10 % 0.7 of 3.8 graph µs (bench/NOTES.md, "Line parts in
 /// phases").
 fn line_parts_grid(gpu: &super::Gpu, lines: usize, nnz: usize, wide: bool) -> Grid {
-    let ideal = (nnz / lines.max(1) / 16).max(1);
+    let ideal = (nnz / lines.max(1) / PART_ENTRIES).max(1);
     let tasks = lines.div_ceil(32) << (ideal + ideal / 2).ilog2();
     let resident = resident_grid(gpu, if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { RESIDENT_BLOCKS_PER_SM });
     let warps_per_block = (LINES_THREADS / 32) as usize;
     Grid::new(((tasks.div_ceil(warps_per_block) as u64).clamp(1, resident.blocks.0), 1), (LINES_THREADS, 1))
 }
+/// Entries a part of a mean line (kernels/active_lines.cuh, PART_ENTRIES).
+const PART_ENTRIES: usize = 16;
 /// `line_parts`' blocks an SM: 8 at 32 registers, 5 where an f64 weight or input takes 40-48.
 const RESIDENT_BLOCKS_PER_SM: u64 = 8;
 const RESIDENT_BLOCKS_PER_SM_F64: u64 = 5;
