@@ -143,11 +143,11 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
     }
 }
 
-// even_runs for f32 weights where indices and weights are 16-byte aligned: a lane takes 4
-// consecutive entries of a warp's 128 (one 16-byte load of their indices with the run's record,
-// one of their weights where any is live with the traces of the run's two rows, one store):
-// about a third of the instructions of the one-entry form. Returns the runs it leaves (past the
-// last whole 128) to even_runs.
+// even_runs for f32 weights 16-byte aligned: a lane takes 4 consecutive entries of a warp's 128
+// (one 8-byte load of their 16-bit column indices with the run's record, one of their weights
+// where any is live with the traces of the run's two rows, one store): about a third of the
+// instructions of the one-entry form. Returns the runs it leaves (past the last whole 128) to
+// even_runs.
 __device__ int even_runs4(const Args& a, const unsigned* live) {
     float* w = (float*)a.weights;
     const float* trace = (const float*)a.aux;
@@ -155,13 +155,14 @@ __device__ int even_runs4(const Args& a, const unsigned* live) {
     const int lane = lane_id(), blocks = (int)(a.nnz / 128), warps = (int)warps_in_grid();
     const int pos = 4 * (lane % 8);  // the lane's first entry within its run of 32
     for (int b = (int)warp_id(); b < blocks; b += warps) {
-        const int4 c = *(const int4*)(a.indices + b * 128 + 4 * lane), run = a.runs[b * 4 + lane / 8];
+        const ushort4 c = *(const ushort4*)(a.cols16 + b * 128 + 4 * lane);  // the walk is bound by L2 bytes
+        const int4 run = a.runs[b * 4 + lane / 8];
         // the traces named here, before the test, keep the record's load beside the indices'
         const float t0 = trace[run.x], t1 = trace[run.z];
         const int cs[4] = {c.x, c.y, c.z, c.w};
         unsigned on = 0;
 #pragma unroll
-        for (int j = 0; j < 4; j++) on |= (unsigned)(cs[j] >= 0 && (live[cs[j] >> 5] >> (cs[j] & 31) & 1)) << j;
+        for (int j = 0; j < 4; j++) on |= (live[cs[j] >> 5] >> (cs[j] & 31) & 1) << j;
         if (!on) continue;
         float4* at = (float4*)(w + b * 128 + 4 * lane);
         const float4 v = *at;
@@ -207,7 +208,7 @@ template <class T, class In> __device__ void csr_post_even(const Args& a) {
     __syncthreads();
     int first = 0;
     if constexpr (std::is_same<T, float>::value)
-        if (((uintptr_t)a.indices | (uintptr_t)a.weights) % 16 == 0) first = even_runs4(a, live);
+        if ((uintptr_t)a.weights % 16 == 0) first = even_runs4(a, live);
     even_runs<T>(a, live, first);
 }
 

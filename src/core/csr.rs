@@ -157,11 +157,20 @@ pub struct DeviceAnalysis {
     /// Where `plan::column_slice_width` gives a width, the columns' slice offsets of
     /// `spmm_n:output_slices`.
     pub column_slices: Option<ColumnSlices>,
-    /// Where `plan::post_runs_kept`, post plasticity's run records (`post_run_records`).
-    pub post_runs: Option<Arc<Buffer>>,
+    /// Where `plan::post_runs_kept`, what post plasticity by rows reads.
+    pub post_runs: Option<PostRuns>,
     /// The hetero weights in CSC order, where evsparse owns them and nothing had written them
     /// at analysis (`Csr::csc_weights_on_device`).
     csc_weights: Option<DeviceCscWeights>,
+}
+
+/// Post plasticity by rows (`csr_post_even`): the run records (`post_run_records`) and the
+/// column indices as uint16 (the columns are at most `POST_EVEN_COLUMNS`): the rows walk is
+/// bound by L2 bytes, of which the 4-byte indices were 10 of 26 MB at 5,000² x 500 (bench/NOTES.md,
+/// "Post by rows is bound by L2 bytes").
+pub struct PostRuns {
+    pub records: Arc<Buffer>,
+    pub columns: Arc<Buffer>,
 }
 
 /// The CSC mirror's columns' slice offsets (`slice_offsets`) for slices of `width` rows.
@@ -519,7 +528,11 @@ impl Csr {
                 None => None,
             },
             post_runs: if post_runs_kept(stats) {
-                Some(upload("csr analysis", as_bytes(&post_run_records(view)))?)
+                let columns: Vec<u16> = view.indices.par_iter().map(|&c| c as u16).collect();
+                Some(PostRuns {
+                    records: upload("csr analysis", as_bytes(&post_run_records(view)))?,
+                    columns: upload("csr analysis", as_bytes(&columns))?,
+                })
             } else {
                 None
             },

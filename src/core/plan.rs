@@ -449,7 +449,8 @@ pub const POST_RUN_ENTRIES: usize = 32;
 
 /// Whether analysis keeps the run records of post plasticity by rows (`csr_post_even`): the
 /// columns fit its mask, and every non-empty row holds a run's worth of entries or more, so that
-/// a run meets at most one row start (16 bytes a run: half a byte an entry). 32-bit positions,
+/// a run meets at most one row start (16 bytes a run, and the column indices as uint16: two and
+/// a half bytes an entry). 32-bit positions,
 /// with room past the last entry for a warp's last batch of runs (kernels/plasticity.cu,
 /// `even_runs`: 4 runs a batch, so a position reaches nnz + 159 before its bounds test).
 pub fn post_runs_kept(stats: &CsrStats) -> bool {

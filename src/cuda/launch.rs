@@ -30,6 +30,8 @@ pub struct Args {
     /// Per run of 32 CSR entries: its row, the lane where the next non-empty row starts, that row
     /// (`DeviceAnalysis::post_runs`), or 0.
     pub runs: u64,
+    /// The column indices as uint16 (`PostRuns::columns`), or 0.
+    pub cols16: u64,
     pub x: u64,
     pub ldx: i64,
     pub y: u64,
@@ -74,6 +76,7 @@ impl Default for Args {
             slice_offsets: 0,
             slice_width: 0,
             runs: 0,
+            cols16: 0,
             x: 0,
             ldx: 0,
             y: 0,

@@ -970,7 +970,7 @@ pub fn csr_plasticity(
         if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
             let wide = a.dtype.size() == 8 || x.dtype.size() == 8;
             let grid = resident_grid(gpu, if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM });
-            let args = Args { runs: runs.addr(), ..event_args(x, base) };
+            let args = Args { runs: runs.records.addr(), cols16: runs.columns.addr(), ..event_args(x, base) };
             return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
         }
     }
