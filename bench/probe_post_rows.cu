@@ -14,8 +14,10 @@
 // and event µs per call. The argument is one in how many columns is live (10: 10 %, 40: 2.5 %).
 // The runs table of each session is in bench/NOTES.md ("Post by rows", "Plasticity by line parts").
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
+//   /tmp/ppr 10 mask: what the rows walk pays for its mask (mask_variants)
 #include "probe.cuh"
 
+#include <functional>
 #include <random>
 
 struct Net {
@@ -396,6 +398,144 @@ template <bool POST, int G, int P, int U> __global__ void ballot_wide(Net q) {
     }
 }
 
+// What the library's rows walk (kernels/plasticity.cu csr_post_even, f32: even_runs4 on 16-bit
+// column indices) pays for its mask, ahead of the walk (argument `mask`): each block of 256
+// builds the live columns' mask from the k bool events (5 KB a block, 792 blocks: 4 MB of L2
+// reads of the same 40 lines), against the mask read from a bit vector in global memory (1 KB a
+// block), that bit vector in 16 copies (a block reads copy b % 16: the same lines asked for by
+// 16 times fewer blocks), built once by a cluster of 8 (each block 1/8 of the words from the
+// events, the rest over DSMEM), and no mask at all (a fixed pattern: the walk alone; its error
+// is not a check). Launched as the library launches (griddepcontrol.wait first).
+constexpr int MASK_THREADS = 256, MASK_BLOCKS_PER_SM = 6, MASK_COPIES = 16, MASK_CLUSTER = 8;
+struct Walk4 {
+    const unsigned short* cols16;
+    const int4* runs;   // the library's records: row, lane of the next row's start, that row
+    const unsigned* gmask;  // MASK_COPIES copies of MASK_THREADS words
+};
+
+__device__ __forceinline__ void walk4(const Net& q, const Walk4& k, const unsigned* live) {
+    const int lane = threadIdx.x & 31, blocks = (q.nnz + 127) / 128;
+    const int warps = gridDim.x * blockDim.x / 32, pos = 4 * (lane % 8);
+    for (int b = (blockIdx.x * blockDim.x + threadIdx.x) / 32; b < blocks; b += warps) {
+        const int p = b * 128 + 4 * lane;
+        if (p >= q.nnz) continue;  // the last 128 (nnz is a multiple of 4 here)
+        const ushort4 c = *(const ushort4*)(k.cols16 + p);
+        const int4 run = k.runs[p / 32];
+        const float t0 = q.trace[run.x], t1 = q.trace[run.z];
+        const int cs[4] = {c.x, c.y, c.z, c.w};
+        unsigned on = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) on |= (live[cs[j] >> 5] >> (cs[j] & 31) & 1) << j;
+        if (!on) continue;
+        float4* at = (float4*)(q.w + p);
+        const float4 v = *at;
+        float vs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (on >> j & 1) vs[j] = clipped(vs[j] + (pos + j < run.y ? t0 : t1));
+        *at = make_float4(vs[0], vs[1], vs[2], vs[3]);
+    }
+}
+
+enum MaskFrom { FROM_EVENTS, FROM_BITS, FROM_COPIES, FROM_NOTHING, EVENTS_ONLY, EMPTY };
+// THREADS a block, PER_SM blocks an SM; every warp first reads SAMPLE events a lane (16: the
+// library's rows_pay; 0: none) and counts them, as the library's grid-uniform choice does.
+template <int FROM, int THREADS = MASK_THREADS, int PER_SM = MASK_BLOCKS_PER_SM, int SAMPLE = 0>
+__global__ void __launch_bounds__(THREADS, PER_SM) masked(Net q, Walk4 k) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (FROM == EMPTY) return;
+    if (SAMPLE) {  // 32 SAMPLE events spread over the vector, the same for every warp
+        const int lane = threadIdx.x & 31, e0 = lane * max(SAMPLE, q.k / 32 / SAMPLE * SAMPLE);
+        unsigned bits = 0;
+        if (SAMPLE == 16) {
+            const uint4 v = *(const uint4*)(q.events + e0);
+            bits = nibble(v.x) | nibble(v.y) << 4 | nibble(v.z) << 8 | nibble(v.w) << 12;
+        } else {
+            bits = nibble(*(const unsigned*)(q.events + e0));
+        }
+        if (__reduce_add_sync(~0u, __popc(bits)) * 16 < 32 * SAMPLE) return;
+    }
+    __shared__ unsigned live[MASK_THREADS];
+    const int t = threadIdx.x;
+    if (FROM == FROM_EVENTS || FROM == EVENTS_ONLY) {  // 16 events a half word, all loads first
+        constexpr int HALVES = (2 * MASK_THREADS + THREADS - 1) / THREADS;
+        uint4 v[HALVES];
+#pragma unroll
+        for (int i = 0; i < HALVES; i++) {
+            const int h = t + i * THREADS;
+            v[i] = h < 2 * MASK_THREADS && 16 * h + 16 <= q.k ? *(const uint4*)(q.events + 16 * h) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < HALVES; i++) {
+            const int h = t + i * THREADS;
+            unsigned bits = nibble(v[i].x) | nibble(v[i].y) << 4 | nibble(v[i].z) << 8 | nibble(v[i].w) << 12;
+            if (16 * h < q.k && 16 * h + 16 > q.k)
+                for (int j = 0; 16 * h + j < q.k; j++) bits |= (unsigned)(q.events[16 * h + j] != 0) << j;
+            if (h < 2 * MASK_THREADS) ((unsigned short*)live)[h] = (unsigned short)bits;
+        }
+    }
+    if (FROM == FROM_BITS && t < MASK_THREADS) live[t] = k.gmask[t];
+    if (FROM == FROM_COPIES && t < MASK_THREADS) live[t] = k.gmask[blockIdx.x % MASK_COPIES * MASK_THREADS + t];
+    if (FROM == FROM_NOTHING && t < MASK_THREADS) live[t] = (t * 2654435761u) & (t * 40503u) & 0x11111111u;  // a fixed sparse pattern
+    __syncthreads();
+    if (FROM == EVENTS_ONLY) {
+        if (live[t % MASK_THREADS] == 0xdeadbeefu) q.w[t] = 0;  // keeps the mask
+        return;
+    }
+    walk4(q, k, live);
+}
+
+// The mask built once by a cluster: block r builds words 32 r .. 32 r + 31 (its first warp), the
+// others are read from their builders over DSMEM.
+__global__ void __cluster_dims__(MASK_CLUSTER, 1, 1) __launch_bounds__(MASK_THREADS, MASK_BLOCKS_PER_SM) masked_cluster(Net q, Walk4 k) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    __shared__ unsigned mine[32], live[MASK_THREADS];
+    const int t = threadIdx.x, words = (q.k + 31) / 32;
+    const unsigned rank = cluster_rank();
+    if (t < 32) mine[t] = rank * 32 + t < words ? event_word(q, rank * 32 + t, q.k) : 0;
+    cluster_sync();
+    unsigned v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(in_block(&mine[t % 32], t / 32)));
+    live[t] = v;
+    cluster_sync();  // the builders' words are read before any block exits; live[] is complete
+    walk4(q, k, live);
+}
+
+void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<int>& indptr, const std::vector<unsigned char>& events,
+                   const std::function<void(const char*, std::function<void()>, int, int)>& measure, cudaStream_t s, int sms) {
+    std::vector<unsigned short> c16(indices.begin(), indices.end());
+    std::vector<int4> runs((q.nnz + 31) / 32);
+    for (int r = 0, i = 0; r < (int)runs.size(); r++) {
+        while (indptr[i + 1] <= 32 * r) i++;
+        const int next = i + 1;  // no empty rows here
+        runs[r] = make_int4(i, next < q.m ? std::min(32, indptr[next] - 32 * r) : 32, next < q.m ? next : i, 0);
+    }
+    std::vector<unsigned> bits(MASK_COPIES * MASK_THREADS, 0);
+    for (int c = 0; c < q.k; c++)
+        if (events[c])
+            for (int copy = 0; copy < MASK_COPIES; copy++) bits[copy * MASK_THREADS + c / 32] |= 1u << (c % 32);
+    Walk4 k{upload(c16), upload(runs), upload(bits)};
+    auto go = [&](const char* name, auto kernel, int threads, int per_sm) {
+        measure(name, [&, kernel, threads, per_sm] { launch_overlapped(s, kernel, dim3(sms * per_sm), dim3(threads), q, k); }, sms * per_sm, threads);
+    };
+    for (int round = 0; round < 2; round++) {
+        go("empty (wait, exit)", masked<EMPTY>, 256, 6);
+        go("mask from the events only, no walk", masked<EVENTS_ONLY>, 256, 6);
+        go("mask from the events only, no walk, 512 x 3", masked<EVENTS_ONLY, 512, 3>, 512, 3);
+        go("walk4, no mask (fixed pattern; error not a check)", masked<FROM_NOTHING>, 256, 6);
+        go("walk4, mask from a bit vector", masked<FROM_BITS>, 256, 6);
+        go("walk4, mask from a bit vector, sample", masked<FROM_BITS, 256, 6, 16>, 256, 6);
+        go("walk4, mask from a bit vector, 512 x 3", masked<FROM_BITS, 512, 3>, 512, 3);
+        go("walk4, events", masked<FROM_EVENTS>, 256, 6);
+        go("walk4, events, sample", masked<FROM_EVENTS, 256, 6, 16>, 256, 6);
+        go("walk4, events, 512 x 3", masked<FROM_EVENTS, 512, 3>, 512, 3);
+        go("walk4, events, 512 x 3, sample", masked<FROM_EVENTS, 512, 3, 16>, 512, 3);
+        go("walk4, events, 1024 x 1", masked<FROM_EVENTS, 1024, 1>, 1024, 1);
+        go("walk4, events, 1024 x 1, sample", masked<FROM_EVENTS, 1024, 1, 16>, 1024, 1);
+        go("walk4, events, 384 x 4, sample", masked<FROM_EVENTS, 384, 4, 16>, 384, 4);
+    }
+}
+
 int main(int argc, char** argv) {
     const int M = 5000, K = 5000, ROW = 500, ONE_IN = argc > 1 ? atoi(argv[1]) : 10;
     std::mt19937 rng(7);
@@ -468,6 +608,7 @@ int main(int argc, char** argv) {
     auto run_pdl = [&](const char* name, auto kernel, int blocks, int threads) {
         measure(name, [&] { launch_overlapped(s, kernel, dim3(blocks), dim3(threads), q); }, blocks, threads);
     };
+    if (argc > 2 && !strcmp(argv[2], "mask")) return mask_variants(q, indices, indptr, events, measure, s, sms), 0;
     for (int round = 0; round < 2; round++) {
         run("ballot_parts P 32 U 2", ballot_parts<true, 32, 2>, sms * 8, 256, 0);
         run_pdl("ballot_parts P 32 U 2, launched as the library does", ballot_parts<true, 32, 2, true>, sms * 8, 256);

@@ -92,20 +92,22 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 // Post on an event vector of up to POST_EVEN_COLUMNS neurons where analysis kept the run records
 // (a.runs: every non-empty row has 32 entries or more, src/core/plan.rs `post_runs_kept`), in
 // one launch of POST_EVEN_BLOCKS_PER_SM blocks an SM. Where a sample says many columns are live
-// (POST_ROWS_SHARE_DIV, rows_pay) each block builds the live columns' mask (a word a thread) and
+// (POST_ROWS_SHARE_DIV, rows_pay) each block builds the live columns' mask (16 events a thread) and
 // walks every entry in even shares (even_runs, even_runs4): a warp loads its runs' column indices
 // and records in one trip, the live entries' weights and their rows' traces in a second, then
 // stores, and each warp's weights are its runs' own lines. Else it walks the live columns by line
 // parts, as on other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by
 // line parts", "Line parts in phases"): 10 % live 10.1 -> 6.7 against the columns, 40 % 32 -> 7.0.
-#define POST_EVEN_THREADS 256
-#define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 32)  // src/core/plan.rs POST_EVEN_COLUMNS
+#define POST_EVEN_THREADS 512
+#define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 16)  // a thread 16 events of the mask; src/core/plan.rs POST_EVEN_COLUMNS
 #define POST_EVEN_RUNS 4
-// 40 registers: at 8 blocks (32) ptxas sank the run record's load into the live branch, a trip
-// after the indices' (post 5,000² 10 %: 7.6 -> 6.7 graph µs at 6, bench/NOTES.md, "Line parts in
-// phases"); 48 with f64 weights or inputs (at 6 blocks those spilled). src/cuda/ops.rs
-// POST_EVEN_BLOCKS_PER_SM.
-#define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 5 : 6)
+// Each block reads the whole event vector for its mask (5,000 columns: 5 KB), all blocks at once:
+// 512-thread blocks read half the bytes of 256-thread ones (bench/probe_post_rows.cu `mask`:
+// 5.8 -> 5.25 graph µs at 10 %). 40 registers with f32 (3 blocks, as 6 of 256): at 8 blocks of
+// 256 (32) ptxas sank the run record's load into the live branch, a trip after the indices'
+// (bench/NOTES.md, "Line parts in phases"); 64 with f64 weights or inputs (at 40 those spilled).
+// src/cuda/ops.rs POST_EVEN_BLOCKS_PER_SM.
+#define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 2 : 3)
 #define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
@@ -200,11 +202,10 @@ template <class In> __device__ bool rows_pay(const Args& a) {
 template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
     if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk>(a);  // grid-uniform
-    __shared__ unsigned live[POST_EVEN_THREADS];
+    __shared__ unsigned live[POST_EVEN_COLUMNS / 32];
     const int t = threadIdx.x;
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
-    const In* x = (const In*)a.x;
-    live[t] = bits16(x, a.ldx, 32 * t, a.k, on) | bits16(x, a.ldx, 32 * t + 16, a.k, on) << 16;
+    ((unsigned short*)live)[t] = (unsigned short)bits16((const In*)a.x, a.ldx, 16 * t, a.k, on);  // little-endian halves
     __syncthreads();
     int first = 0;
     if constexpr (std::is_same<T, float>::value)

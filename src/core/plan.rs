@@ -441,8 +441,8 @@ pub fn slice_offsets_kept(stats: &CsrStats) -> bool {
         && stats.rows.max < u32::MAX as usize
 }
 
-/// Neurons of the event vectors that `csr_post_even` takes (a word of its mask a thread of a
-/// 256-thread block: kernels/plasticity.cu, POST_EVEN_COLUMNS).
+/// Neurons of the event vectors that `csr_post_even` takes (16 events of its mask a thread of a
+/// 512-thread block: kernels/plasticity.cu, POST_EVEN_COLUMNS).
 pub const POST_EVEN_COLUMNS: usize = 8192;
 /// Entries of a run record of `csr_post_even` (a warp's 32 lanes).
 pub const POST_RUN_ENTRIES: usize = 32;

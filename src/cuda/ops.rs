@@ -969,7 +969,8 @@ pub fn csr_plasticity(
     if let (Spikes::Events(x), CsrPlasticity::PostColumns) = (spikes, alg) {
         if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
             let wide = a.dtype.size() == 8 || x.dtype.size() == 8;
-            let grid = resident_grid(gpu, if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM });
+            let per_sm = if wide { POST_EVEN_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM };
+            let grid = Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (POST_EVEN_THREADS, 1));
             let args = Args { runs: runs.records.addr(), cols16: runs.columns.addr(), ..event_args(x, base) };
             return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
         }
@@ -1025,9 +1026,13 @@ const PART_ENTRIES: usize = 16;
 /// `line_parts`' blocks an SM: 8 at 32 registers, 5 where an f64 weight or input takes 40-48.
 const RESIDENT_BLOCKS_PER_SM: u64 = 8;
 const RESIDENT_BLOCKS_PER_SM_F64: u64 = 5;
-/// `csr_post_even`'s blocks an SM with f32 weights and inputs (kernels/plasticity.cu: 40
-/// registers, so that the rows walk loads a run's record with its indices).
-const POST_EVEN_BLOCKS_PER_SM: u64 = 6;
+/// `csr_post_even`'s blocks and their threads (kernels/plasticity.cu POST_EVEN_THREADS, each
+/// block reads every event for its mask: fewer blocks, fewer bytes), blocks an SM with f32
+/// weights and inputs (40 registers, so that the rows walk loads a run's record with its
+/// indices) and with f64 (64).
+const POST_EVEN_THREADS: u32 = 512;
+const POST_EVEN_BLOCKS_PER_SM: u64 = 3;
+const POST_EVEN_BLOCKS_PER_SM_F64: u64 = 2;
 
 /// `launch(args, capacity)` on a spike list, or on an event vector listed first into the
 /// stream's scratch (`on_event_columns`): `base` with the list's arguments, and its capacity.
