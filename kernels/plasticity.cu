@@ -108,7 +108,7 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
 // (bench/NOTES.md, "Line parts in phases"); 64 with f64 weights or inputs (at 40 those spilled).
 // src/cuda/ops.rs POST_EVEN_BLOCKS_PER_SM.
 #define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 2 : 3)
-#define POST_ROWS_SHARE_DIV 16  // the rows at k / 16 live columns or more
+#define POST_ROWS_SHARE_DIV 24  // the rows at k / 24 live columns or more
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
 // that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
