@@ -44,7 +44,10 @@ template <class T, class In, class Walk> __device__ void line_parts(const Args& 
     const float mean_line = __fdividef((float)a.nnz, (float)max(lines, 1));
     const int ideal = max(1, min((int)__fdividef((float)warps, (float)max(groups, 1)), (int)(mean_line / PART_ENTRIES)));
     const int shift = 31 - __clz(ideal + ideal / 2), parts = 1 << shift;
-    for (int task = (int)warp_id(); task < groups << shift; task += warps) {
+    // tasks dealt block-minor (a block's warp w takes tasks w * blocks + block, ...), so that where
+    // tasks are fewer than warps every block, whatever its size, holds its share of them
+    const int dealt = (int)(threadIdx.x / 32 * gridDim.x + blockIdx.x);
+    for (int task = dealt; task < groups << shift; task += warps) {
         const int line = (task >> shift) * 32 + lane, part = task & (parts - 1);
         int first = 0, n = 0, b = 0, len = 0;
         int64_t unused;
