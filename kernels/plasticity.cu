@@ -103,7 +103,8 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // and records in one trip, the live entries' weights and their rows' traces in a second, then
 // stores, and each warp's weights are its runs' own lines. Else it walks the live columns by line
 // parts, as on other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by
-// line parts", "Line parts in phases"): 10 % live 10.1 -> 6.7 against the columns, 40 % 32 -> 7.0.
+// line parts", "Line parts in phases", "Post by rows: 16-bit columns"): 10 % live 10.1 -> 5.8
+// against the columns, 40 % 32 -> 6.4.
 #define POST_EVEN_THREADS 512
 #define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 16)  // a thread 16 events of the mask; src/core/plan.rs POST_EVEN_COLUMNS
 #define POST_EVEN_RUNS 4
@@ -114,7 +115,9 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // (bench/NOTES.md, "Line parts in phases"); 64 with f64 weights or inputs (at 40 those spilled).
 // src/cuda/ops.rs POST_EVEN_BLOCKS_PER_SM.
 #define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 2 : 3)
-#define POST_ROWS_SHARE_DIV 24  // the rows at k / 24 live columns or more
+// The rows from k / 24 live columns on: line parts cost 4.2 at 2.5 % and 7.1 at 5 %, the rows 5.8
+// at 5 % and more (8,000² x 100: 3.3 / 4.2 against 3.45), so they cross near 3.5 %.
+#define POST_ROWS_SHARE_DIV 24
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
 // that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
