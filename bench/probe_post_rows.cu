@@ -399,13 +399,15 @@ template <bool POST, int G, int P, int U> __global__ void ballot_wide(Net q) {
 }
 
 // What the library's rows walk (kernels/plasticity.cu csr_post_even, f32: even_runs4 on 16-bit
-// column indices) pays for its mask, ahead of the walk (argument `mask`): each block of 256
-// builds the live columns' mask from the k bool events (5 KB a block, 792 blocks: 4 MB of L2
-// reads of the same 40 lines), against the mask read from a bit vector in global memory (1 KB a
-// block), that bit vector in 16 copies (a block reads copy b % 16: the same lines asked for by
-// 16 times fewer blocks), built once by a cluster of 8 (each block 1/8 of the words from the
-// events, the rest over DSMEM), and no mask at all (a fixed pattern: the walk alone; its error
-// is not a check). Launched as the library launches (griddepcontrol.wait first).
+// column indices) pays ahead of the walk (argument `mask`): each block builds the live columns'
+// mask from the k bool events (5 KB a block, all blocks at once), against the mask read from a
+// bit vector in global memory (1 KB a block), that bit vector in 16 copies (a block reads copy
+// b % 16: the same lines asked for by 16 times fewer blocks), built once by a cluster of 8 (each
+// block 1/8 of the words, the rest over DSMEM), and no mask at all (a fixed pattern: the walk
+// alone; its error is not a check); blocks of 128 to 1,024 threads; with the grid-uniform sample
+// first (the library's: 16 events a lane, spread; 4 a lane; 128 in a row) or the exact count
+// from the mask after it. Launched as the library launches (griddepcontrol.wait first).
+// bench/NOTES.md, "Post by rows: 16-bit columns, and what the walk's prologue costs".
 constexpr int MASK_THREADS = 256, MASK_BLOCKS_PER_SM = 6, MASK_COPIES = 16, MASK_CLUSTER = 8;
 struct Walk4 {
     const unsigned short* cols16;
@@ -440,12 +442,12 @@ __device__ __forceinline__ void walk4(const Net& q, const Walk4& k, const unsign
 enum MaskFrom { FROM_EVENTS, FROM_BITS, FROM_COPIES, FROM_NOTHING, EVENTS_ONLY, EMPTY };
 // THREADS a block, PER_SM blocks an SM; every warp first reads SAMPLE events a lane (16: the
 // library's rows_pay; 0: none) and counts them, as the library's grid-uniform choice does.
-template <int FROM, int THREADS = MASK_THREADS, int PER_SM = MASK_BLOCKS_PER_SM, int SAMPLE = 0>
+template <int FROM, int THREADS = MASK_THREADS, int PER_SM = MASK_BLOCKS_PER_SM, int SAMPLE = 0, bool CONTIGUOUS = false>
 __global__ void __launch_bounds__(THREADS, PER_SM) masked(Net q, Walk4 k) {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (FROM == EMPTY) return;
-    if (SAMPLE) {  // 32 SAMPLE events spread over the vector, the same for every warp
-        const int lane = threadIdx.x & 31, e0 = lane * max(SAMPLE, q.k / 32 / SAMPLE * SAMPLE);
+    if (SAMPLE > 0) {  // 32 SAMPLE events spread over the vector (CONTIGUOUS: 128 in a row), the same for every warp
+        const int lane = threadIdx.x & 31, e0 = CONTIGUOUS ? 4 * lane : lane * max(SAMPLE, q.k / 32 / max(SAMPLE, 1) * SAMPLE);
         unsigned bits = 0;
         if (SAMPLE == 16) {
             const uint4 v = *(const uint4*)(q.events + e0);
@@ -481,6 +483,13 @@ __global__ void __launch_bounds__(THREADS, PER_SM) masked(Net q, Walk4 k) {
     if (FROM == EVENTS_ONLY) {
         if (live[t % MASK_THREADS] == 0xdeadbeefu) q.w[t] = 0;  // keeps the mask
         return;
+    }
+    if (SAMPLE < 0) {  // the exact count from the mask, by every warp: no sample
+        const int lane = threadIdx.x & 31;
+        int n = 0;
+#pragma unroll
+        for (int j = 0; j < MASK_THREADS / 32; j++) n += __popc(live[j * 32 + lane]);
+        if (__reduce_add_sync(~0u, n) * 16 < q.k) return;
     }
     walk4(q, k, live);
 }
@@ -523,16 +532,22 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
         go("mask from the events only, no walk", masked<EVENTS_ONLY>, 256, 6);
         go("mask from the events only, no walk, 512 x 3", masked<EVENTS_ONLY, 512, 3>, 512, 3);
         go("walk4, no mask (fixed pattern; error not a check)", masked<FROM_NOTHING>, 256, 6);
+        go("walk4, no mask, 512 x 3", masked<FROM_NOTHING, 512, 3>, 512, 3);
+        go("walk4, no mask, 512 x 4", masked<FROM_NOTHING, 512, 4>, 512, 4);
         go("walk4, mask from a bit vector", masked<FROM_BITS>, 256, 6);
-        go("walk4, mask from a bit vector, sample", masked<FROM_BITS, 256, 6, 16>, 256, 6);
-        go("walk4, mask from a bit vector, 512 x 3", masked<FROM_BITS, 512, 3>, 512, 3);
+        go("walk4, mask from 16 copies of it", masked<FROM_COPIES>, 256, 6);
         go("walk4, events", masked<FROM_EVENTS>, 256, 6);
-        go("walk4, events, sample", masked<FROM_EVENTS, 256, 6, 16>, 256, 6);
+        go("walk4, events, sample (the library's before: 256 x 6)", masked<FROM_EVENTS, 256, 6, 16>, 256, 6);
         go("walk4, events, 512 x 3", masked<FROM_EVENTS, 512, 3>, 512, 3);
-        go("walk4, events, 512 x 3, sample", masked<FROM_EVENTS, 512, 3, 16>, 512, 3);
+        go("walk4, events, 512 x 3, sample (the library's now)", masked<FROM_EVENTS, 512, 3, 16>, 512, 3);
+        go("walk4, events, 512 x 3, sample 4 a lane spread", masked<FROM_EVENTS, 512, 3, 4>, 512, 3);
+        go("walk4, events, 512 x 3, sample 128 in a row", masked<FROM_EVENTS, 512, 3, 4, true>, 512, 3);
+        go("walk4, events, 512 x 3, exact count from the mask", masked<FROM_EVENTS, 512, 3, -1>, 512, 3);
+        go("walk4, events, 512 x 4, sample 4 a lane spread", masked<FROM_EVENTS, 512, 4, 4>, 512, 4);
+        go("walk4, events, 768 x 2", masked<FROM_EVENTS, 768, 2>, 768, 2);
         go("walk4, events, 1024 x 1", masked<FROM_EVENTS, 1024, 1>, 1024, 1);
-        go("walk4, events, 1024 x 1, sample", masked<FROM_EVENTS, 1024, 1, 16>, 1024, 1);
-        go("walk4, events, 384 x 4, sample", masked<FROM_EVENTS, 384, 4, 16>, 384, 4);
+        go("walk4, events, 128 x 12", masked<FROM_EVENTS, 128, 12>, 128, 12);
+        go("walk4, mask built by a cluster of 8", masked_cluster, 256, 6);
     }
 }
 
