@@ -461,15 +461,30 @@ fn csc_events(s: &Stream, p: &Product, args: Args) -> Result<()> {
 /// scaled by beta: by the opener kernel where launches overlap (the parts load their entries
 /// while it runs), else first.
 fn csc_parts(s: &Stream, p: &Product, args: Args) -> Result<()> {
+    let (a, input) = (p.a, Some(p.x.dtype));
+    let grid = line_parts_grid(parts(s)?.0, a.k, a.nnz, a.dtype.size() == 8);
+    scatter_after_scale(s, [(SPMV_CSC_PARTS, input), (SPMV_CSC_PARTS_AFTER_SCALE, input)], grid, &args, (a.m, a.dtype))
+}
+
+/// A scatter into the vector y (`rows` of `dtype`, the kernels' T) scaled by beta first: its
+/// plain form after `scale_output`, or, where the scaling is a kernel (`scaled_by_kernel`), that
+/// kernel opening the call and the scatter's after-scale form launched at once, loading its
+/// inputs while y is scaled and waiting for it only before its adds. Each form with its input
+/// dtype.
+fn scatter_after_scale(
+    s: &Stream,
+    [plain, after]: [(Family, Option<DType>); 2],
+    grid: Grid,
+    args: &Args,
+    (rows, dtype): (usize, DType),
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    let (a, t, input) = (p.a, Some(p.a.dtype), Some(p.x.dtype));
-    let grid = line_parts_grid(gpu, a.k, a.nnz, a.dtype.size() == 8);
-    if scaled_by_kernel(gpu, &args, a.m * a.dtype.size()) {
-        launch_scale(s, SCALE_OPENER, &args, (a.m, 1), a.dtype)?;
-        return gpu.launch(stream, gpu.kernel(SPMV_CSC_PARTS_AFTER_SCALE, t, input)?, grid, &args);
+    if scaled_by_kernel(gpu, args, rows * dtype.size()) {
+        launch_scale(s, SCALE_OPENER, args, (rows, 1), dtype)?;
+        return gpu.launch(stream, gpu.kernel(after.0, Some(dtype), after.1)?, grid, args);
     }
-    scale_output(s, &args, (a.m, 1), a.dtype)?;
-    gpu.launch(stream, gpu.kernel(SPMV_CSC_PARTS, t, input)?, grid, &args)
+    scale_output(s, args, (rows, 1), dtype)?;
+    gpu.launch(stream, gpu.kernel(plain.0, Some(dtype), plain.1)?, grid, args)
 }
 
 /// spmv N on an event vector (`output_slices`, any dtype): one launch, a block per slice of y
@@ -545,9 +560,7 @@ pub fn spmv_spikes_t(s: &Stream, alg: SpmmT, alpha: f64, a: &Csr, list: SpikeLis
 }
 
 /// A warp-per-line scatter of a spike list into the vector y (`families`: its plain form, and
-/// its form after the scaling kernel), y scaled by beta first. Where the scaling is a kernel
-/// (`scaled_by_kernel`) it opens the call: the scatter launches at once and loads the list and
-/// its lines' entries while y is scaled, waiting for it only before its adds.
+/// its form after the scaling kernel), y scaled by beta first (`scatter_after_scale`).
 fn list_scatter(
     s: &Stream,
     families: (Family, Family),
@@ -556,14 +569,8 @@ fn list_scatter(
     y: &Dense,
     dtype: DType,
 ) -> Result<()> {
-    let (gpu, stream) = parts(s)?;
-    let grid = list_warps(gpu, list.capacity(), SPMV_LIST_WARPS_PER_SM, runs);
-    if scaled_by_kernel(gpu, args, y.rows * dtype.size()) {
-        launch_scale(s, SCALE_OPENER, args, (y.rows, 1), dtype)?;
-        return gpu.launch(stream, gpu.kernel(families.1, Some(dtype), None)?, grid, args);
-    }
-    scale_output(s, args, (y.rows, 1), dtype)?;
-    gpu.launch(stream, gpu.kernel(families.0, Some(dtype), Some(DType::I32))?, grid, args)
+    let grid = list_warps(parts(s)?.0, list.capacity(), SPMV_LIST_WARPS_PER_SM, runs);
+    scatter_after_scale(s, [(families.0, Some(DType::I32)), (families.1, None)], grid, args, (y.rows, dtype))
 }
 
 fn list_product_args(list: SpikeList, alpha: f64, a: &Csr, beta: f64, y: &Dense) -> Args {
