@@ -112,7 +112,7 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // 512-thread blocks read half the bytes of 256-thread ones (bench/probe_post_rows.cu `mask`:
 // 5.8 -> 5.25 graph µs at 10 %). 40 registers with f32 (3 blocks, as 6 of 256): at 8 blocks of
 // 256 (32) ptxas sank the run record's load into the live branch, a trip after the indices'
-// (bench/NOTES.md, "Line parts in phases"); 64 with f64 weights or inputs (at 40 those spilled).
+// (bench/NOTES.md, "Line parts in phases"); up to 64 with f64 weights or inputs (at 40 those spill).
 // src/cuda/ops.rs POST_EVEN_BLOCKS_PER_SM.
 #define POST_EVEN_BLOCKS_PER_SM(T, In) (sizeof(T) == 8 || sizeof(In) == 8 ? 2 : 3)
 // The rows from k / 24 live columns on: line parts cost 4.2 at 2.5 % and 7.1 at 5 %, the rows 5.8
@@ -166,7 +166,7 @@ __device__ int even_runs4(const Args& a, const unsigned* live) {
     const int lane = lane_id(), blocks = (int)(a.nnz / 128), warps = (int)warps_in_grid();
     const int pos = 4 * (lane % 8);  // the lane's first entry within its run of 32
     for (int b = (int)warp_id(); b < blocks; b += warps) {
-        const ushort4 c = *(const ushort4*)(a.cols16 + b * 128 + 4 * lane);  // the walk is bound by L2 bytes
+        const ushort4 c = *(const ushort4*)(a.cols16 + b * 128 + 4 * lane);  // 8 bytes, not 16: fewer L2 bytes
         const int4 run = a.runs[b * 4 + lane / 8];
         // the traces named here, before the test, keep the record's load beside the indices'
         const float t0 = trace[run.x], t1 = trace[run.z];

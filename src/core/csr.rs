@@ -165,9 +165,9 @@ pub struct DeviceAnalysis {
 }
 
 /// Post plasticity by rows (`csr_post_even`): the run records (`post_run_records`) and the
-/// column indices as uint16 (the columns are at most `POST_EVEN_COLUMNS`): the rows walk is
-/// bound by L2 bytes, of which the 4-byte indices were 10 of 26 MB at 5,000² x 500 (bench/NOTES.md,
-/// "Post by rows is bound by L2 bytes").
+/// column indices as uint16 (the columns are at most `POST_EVEN_COLUMNS`): the walk's time
+/// follows its L2 traffic, of which the 4-byte indices were 10 of 26 MB at 5,000² x 500 (16-bit
+/// ones: post 10 % 6.65 -> 6.45 graph µs, bench/NOTES.md, "Post by rows: 16-bit columns").
 pub struct PostRuns {
     pub records: Arc<Buffer>,
     pub columns: Arc<Buffer>,

@@ -450,9 +450,9 @@ pub const POST_RUN_ENTRIES: usize = 32;
 /// Whether analysis keeps the run records of post plasticity by rows (`csr_post_even`): the
 /// columns fit its mask, and every non-empty row holds a run's worth of entries or more, so that
 /// a run meets at most one row start (16 bytes a run, and the column indices as uint16: two and
-/// a half bytes an entry). 32-bit positions,
-/// with room past the last entry for a warp's last batch of runs (kernels/plasticity.cu,
-/// `even_runs`: 4 runs a batch, so a position reaches nnz + 159 before its bounds test).
+/// a half bytes an entry). 32-bit positions, with room past the last entry for a warp's last
+/// batch of runs (kernels/plasticity.cu, `even_runs`: 4 runs a batch, so a position reaches
+/// nnz + 159 before its bounds test).
 pub fn post_runs_kept(stats: &CsrStats) -> bool {
     let short_rows: u64 = stats.rows.histogram[1..=POST_RUN_ENTRIES.trailing_zeros() as usize].iter().sum();
     stats.nnz > 0

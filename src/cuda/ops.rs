@@ -1036,7 +1036,7 @@ const RESIDENT_BLOCKS_PER_SM_F64: u64 = 5;
 /// `csr_post_even`'s blocks and their threads (kernels/plasticity.cu POST_EVEN_THREADS, each
 /// block reads every event for its mask: fewer blocks, fewer bytes), blocks an SM with f32
 /// weights and inputs (40 registers, so that the rows walk loads a run's record with its
-/// indices) and with f64 (64).
+/// indices) and with f64 (up to 64).
 const POST_EVEN_THREADS: u32 = 512;
 const POST_EVEN_BLOCKS_PER_SM: u64 = 3;
 const POST_EVEN_BLOCKS_PER_SM_F64: u64 = 2;
