@@ -15,7 +15,9 @@
 // The runs table of each session is in bench/NOTES.md ("Post by rows", "Plasticity by line parts").
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
 //   /tmp/ppr 10 mask: what the rows walk pays for its mask (mask_variants)
+#define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
+#include "../kernels/plasticity.cu"  // the library's csr_post_even, launched in this harness (`mask`)
 
 #include <functional>
 #include <random>
@@ -407,7 +409,10 @@ template <bool POST, int G, int P, int U> __global__ void ballot_wide(Net q) {
 // alone; its error is not a check); blocks of 128 to 1,024 threads; with the grid-uniform sample
 // first (the library's: 16 events a lane, spread; 4 a lane; 128 in a row) or the exact count
 // from the mask after it. Launched as the library launches (griddepcontrol.wait first).
-// bench/NOTES.md, "Post by rows: 16-bit columns, and what the walk's prologue costs".
+// The first row of each round is the library's own csr_post_even_f32_bool on the same data, as
+// src/cuda/ops.rs launches it (run `mask` at 10: its line-parts branch would need the 64-bit
+// CSC mirror this probe does not build). bench/NOTES.md, "Post by rows: 16-bit columns, and
+// what the walk's prologue costs".
 constexpr int MASK_THREADS = 256, MASK_BLOCKS_PER_SM = 6, MASK_COPIES = 16, MASK_CLUSTER = 8;
 struct Walk4 {
     const unsigned short* cols16;
@@ -527,7 +532,18 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
     auto go = [&](const char* name, auto kernel, int threads, int per_sm) {
         measure(name, [&, kernel, threads, per_sm] { launch_overlapped(s, kernel, dim3(sms * per_sm), dim3(threads), q, k); }, sms * per_sm, threads);
     };
+    // the library's own kernel on the same data, as src/cuda/ops.rs launches it (f32 weights, bool events)
+    Args lib = {};
+    lib.weights = q.w, lib.aux = (const void*)q.trace, lib.lo = -1.0, lib.hi = 1.0;
+    lib.x = q.events, lib.ldx = 1, lib.k = q.k, lib.m = q.m, lib.nnz = q.nnz, lib.events = 1;
+    lib.indices = q.indices, lib.indptr = q.indptr;  // no 64-bit CSC mirror here: run `mask` where the rows pay (10)
+    lib.runs = k.runs, lib.cols16 = k.cols16;
+    auto library = [&](const char* name) {
+        measure(name, [&] { launch_overlapped(s, csr_post_even_f32_bool, dim3(sms * 3), dim3(POST_EVEN_THREADS), lib); }, sms * 3,
+                POST_EVEN_THREADS);
+    };
     for (int round = 0; round < 2; round++) {
+        library("the library's csr_post_even_f32_bool (512 x 3, its sample)");
         go("empty (wait, exit)", masked<EMPTY>, 256, 6);
         go("mask from the events only, no walk", masked<EVENTS_ONLY>, 256, 6);
         go("mask from the events only, no walk, 512 x 3", masked<EVENTS_ONLY, 512, 3>, 512, 3);
