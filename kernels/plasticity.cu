@@ -210,7 +210,7 @@ template <class In> __device__ bool rows_pay(const Args& a) {
 
 template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
-    if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, true>(a);  // grid-uniform
+    if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, /*ACROSS=*/true>(a);  // grid-uniform
     __shared__ unsigned live[POST_EVEN_COLUMNS / 32];
     const int t = threadIdx.x;
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
