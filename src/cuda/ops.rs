@@ -977,7 +977,7 @@ pub fn csr_plasticity(
         if let Some(runs) = a.device_analysis(s)?.post_runs.as_ref().filter(|_| x.rows <= plan::POST_EVEN_COLUMNS) {
             let wide = a.dtype.size() == 8 || x.dtype.size() == 8;
             let per_sm = if wide { POST_EVEN_BLOCKS_PER_SM_F64 } else { POST_EVEN_BLOCKS_PER_SM };
-            let grid = Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (POST_EVEN_THREADS, 1));
+            let grid = resident_grid(gpu, per_sm, POST_EVEN_THREADS);
             let args = Args { runs: runs.records.addr(), cols16: runs.columns.addr(), ..event_args(x, base) };
             return gpu.launch(stream, gpu.kernel(CSR_POST_EVEN, Some(a.dtype), Some(x.dtype))?, grid, &args);
         }
@@ -1011,11 +1011,11 @@ pub fn csr_plasticity(
 /// first won past one window of the old form (15,000 neurons 5 %: 9.2 against 7.5).
 const LINE_PARTS_MAX_LINES: usize = 8192;
 /// The grid of the one-launch plasticity kernels on event vectors (`line_parts`, and
-/// `csr_post_even` where the matrix keeps run records: `plan::post_runs_kept`): 256-thread blocks,
-/// `per_sm` an SM, as many as stay resident at their launch bounds (kernels/active_lines.cuh and
-/// plasticity.cu).
-fn resident_grid(gpu: &super::Gpu, per_sm: u64) -> Grid {
-    Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (LINES_THREADS, 1))
+/// `csr_post_even` where the matrix keeps run records: `plan::post_runs_kept`): blocks of
+/// `threads`, `per_sm` an SM, as many as stay resident at their launch bounds
+/// (kernels/active_lines.cuh and plasticity.cu).
+fn resident_grid(gpu: &super::Gpu, per_sm: u64, threads: u32) -> Grid {
+    Grid::new((gpu.multiprocessors as u64 * per_sm, 1), (threads, 1))
 }
 /// `line_parts`' grid: a warp a task (32-line groups by parts, a power of two near the mean
 /// line's 1 / 16 as the kernel counts them), no more than stay resident: the idle warps of a
@@ -1024,7 +1024,8 @@ fn resident_grid(gpu: &super::Gpu, per_sm: u64) -> Grid {
 fn line_parts_grid(gpu: &super::Gpu, lines: usize, nnz: usize, wide: bool) -> Grid {
     let ideal = (nnz / lines.max(1) / PART_ENTRIES).max(1);
     let tasks = lines.div_ceil(32) << (ideal + ideal / 2).ilog2();
-    let resident = resident_grid(gpu, if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { RESIDENT_BLOCKS_PER_SM });
+    let per_sm = if wide { RESIDENT_BLOCKS_PER_SM_F64 } else { RESIDENT_BLOCKS_PER_SM };
+    let resident = resident_grid(gpu, per_sm, LINES_THREADS);
     let warps_per_block = (LINES_THREADS / 32) as usize;
     Grid::new(((tasks.div_ceil(warps_per_block) as u64).clamp(1, resident.blocks.0), 1), (LINES_THREADS, 1))
 }
