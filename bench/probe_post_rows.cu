@@ -15,6 +15,7 @@
 // The runs table of each session is in bench/NOTES.md ("Post by rows", "Plasticity by line parts").
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
 //   /tmp/ppr 10 mask: what the rows walk pays for its mask (mask_variants)
+//   /tmp/ppr 10 lib: only the library's kernel beside the probe's shapes (three rounds)
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
 #include "../kernels/plasticity.cu"  // the library's csr_post_even, launched in this harness (`mask`)
@@ -516,7 +517,8 @@ __global__ void __cluster_dims__(MASK_CLUSTER, 1, 1) __launch_bounds__(MASK_THRE
 }
 
 void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<int>& indptr, const std::vector<unsigned char>& events,
-                   const std::function<void(const char*, std::function<void()>, int, int)>& measure, cudaStream_t s, int sms) {
+                   const std::function<void(const char*, std::function<void()>, int, int)>& measure, cudaStream_t s, int sms,
+                   bool only_library) {
     std::vector<unsigned short> c16(indices.begin(), indices.end());
     std::vector<int4> runs((q.nnz + 31) / 32);
     for (int r = 0, i = 0; r < (int)runs.size(); r++) {
@@ -542,6 +544,15 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
         measure(name, [&] { launch_overlapped(s, csr_post_even_f32_bool, dim3(sms * 3), dim3(POST_EVEN_THREADS), lib); }, sms * 3,
                 POST_EVEN_THREADS);
     };
+    if (only_library) {  // `lib`: the library's kernel beside the probe's same shape, three rounds
+        for (int round = 0; round < 3; round++) {
+            library("the library's csr_post_even_f32_bool (512 x 3, its sample)");
+            go("empty (wait, exit)", masked<EMPTY>, 256, 6);
+            go("walk4, no mask, 512 x 3", masked<FROM_NOTHING, 512, 3>, 512, 3);
+            go("walk4, events, 512 x 3, sample (the library's shape)", masked<FROM_EVENTS, 512, 3, 16>, 512, 3);
+        }
+        return;
+    }
     for (int round = 0; round < 2; round++) {
         library("the library's csr_post_even_f32_bool (512 x 3, its sample)");
         go("empty (wait, exit)", masked<EMPTY>, 256, 6);
@@ -639,7 +650,8 @@ int main(int argc, char** argv) {
     auto run_pdl = [&](const char* name, auto kernel, int blocks, int threads) {
         measure(name, [&] { launch_overlapped(s, kernel, dim3(blocks), dim3(threads), q); }, blocks, threads);
     };
-    if (argc > 2 && !strcmp(argv[2], "mask")) return mask_variants(q, indices, indptr, events, measure, s, sms), 0;
+    if (argc > 2 && (!strcmp(argv[2], "mask") || !strcmp(argv[2], "lib")))
+        return mask_variants(q, indices, indptr, events, measure, s, sms, !strcmp(argv[2], "lib")), 0;
     for (int round = 0; round < 2; round++) {
         run("ballot_parts P 32 U 2", ballot_parts<true, 32, 2>, sms * 8, 256, 0);
         run_pdl("ballot_parts P 32 U 2, launched as the library does", ballot_parts<true, 32, 2, true>, sms * 8, 256);

@@ -383,6 +383,17 @@ __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, 
     return bits;
 }
 
+// The 16 events from x[e0 * ldx] as 16 bytes, non-zero where `live` holds (none at or past limit):
+// bool events that lie aligned as they are, other inputs' bits spread one to a byte.
+template <class In, class Live>
+__device__ uint4 live_bytes16(const In* x, int64_t ldx, int64_t e0, int64_t limit, Live live) {
+    if constexpr (std::is_same<In, u8>::value)
+        if (vector16(x, ldx, e0, limit)) return *(const uint4*)(x + e0);
+    const unsigned bits = bits16(x, ldx, e0, limit, live);
+    auto spread = [](unsigned nibble) { return (nibble & 0xfu) * 0x00204081u & 0x01010101u; };  // bit i to byte i
+    return make_uint4(spread(bits), spread(bits >> 4), spread(bits >> 8), spread(bits >> 12));
+}
+
 // The active events among [start, stop) (event e at x[e * ldx]) listed in order into out, by a
 // block of THREADS threads; returns how many. A tile gives each thread 16 consecutive events
 // (bits16: one 16-byte load of bools) and a scan of one barrier places the actives (the tiles
@@ -463,6 +474,12 @@ template <class T, class A> __device__ __forceinline__ void blend(T* slot, A res
 
 // *w = clip(v, lo, hi); NaN passes through as on the CPU (its comparisons are false): two
 // selects, no branch. Loops over many entries convert the bounds once and pass them.
+// clip(v, lo, hi) as clip_put's selects give it (a NaN passes; lo <= hi, neither NaN: core/ops.rs)
+// in two instructions, not four.
+__device__ __forceinline__ float clip_nan(float v, float lo, float hi) {
+    asm("max.NaN.f32 %0, %0, %1;\n\tmin.NaN.f32 %0, %0, %2;" : "+f"(v) : "f"(lo), "f"(hi));
+    return v;
+}
 template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, A lo, A hi) {
     v = v < lo ? lo : v;
     put(w, v > hi ? hi : v);

@@ -98,15 +98,18 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // Post on an event vector of up to POST_EVEN_COLUMNS neurons where analysis kept the run records
 // (a.runs: every non-empty row has 32 entries or more, src/core/plan.rs `post_runs_kept`), in
 // one launch of POST_EVEN_BLOCKS_PER_SM blocks an SM. Where a sample says many columns are live
-// (POST_ROWS_SHARE_DIV, rows_pay) each block builds the live columns' mask (16 events a thread) and
-// walks every entry in even shares (even_runs, even_runs4): a warp loads its runs' column indices
+// (POST_ROWS_SHARE_DIV, rows_pay) each block builds the live columns' mask in shared memory, a
+// byte a column (16 events a thread; bool events copied as they lie, so that a lookup is one
+// LDS.U8 and not a word's load, shift and mask: -0.2 to -0.5 graph µs from 5 % live on, bench/NOTES.md,
+// "The library's walk against the probe's") and walks every entry in even shares (even_runs,
+// even_runs4): a warp loads its runs' column indices
 // and records in one trip, the live entries' weights and their rows' traces in a second, then
 // stores, and each warp's weights are its runs' own lines. Else it walks the live columns by line
 // parts, as on other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by
-// line parts", "Line parts in phases", "Post by rows: 16-bit columns"): 10 % live 10.1 -> 5.8
+// line parts", "Line parts in phases", "Post by rows: 16-bit columns"): 10 % live 10.1 -> 5.6
 // against the columns, 40 % 32 -> 6.4.
 #define POST_EVEN_THREADS 512
-#define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 16)  // a thread 16 events of the mask; src/core/plan.rs POST_EVEN_COLUMNS
+#define POST_EVEN_COLUMNS (POST_EVEN_THREADS * 16)  // a thread 16 bytes of the mask; src/core/plan.rs POST_EVEN_COLUMNS
 #define POST_EVEN_RUNS 4
 // Each block reads the whole event vector for its mask (5,000 columns: 5 KB), all blocks at once:
 // 512-thread blocks read half the bytes of 256-thread ones (bench/probe_post_rows.cu `mask`:
@@ -122,7 +125,7 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
 // that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
 // takes the ones before where it applies).
-template <class T> __device__ void even_runs(const Args& a, const unsigned* live, int first = 0) {
+template <class T> __device__ void even_runs(const Args& a, const u8* live, int first = 0) {
     typedef typename AccOf<T>::type A;
     constexpr int R = POST_EVEN_RUNS;
     T* w = (T*)a.weights;
@@ -142,7 +145,7 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
         A v[R], delta[R];
 #pragma unroll
         for (int j = 0; j < R; j++) {
-            on[j] = c[j] >= 0 && (live[c[j] >> 5] >> (c[j] & 31) & 1);
+            on[j] = c[j] >= 0 && live[c[j]];
             if (on[j]) {
                 v[j] = A(to_f(w[(run0 + j) * 32 + lane]));
                 delta[j] = A(to_f(trace[lane < run[j].y ? run[j].x : run[j].z]));
@@ -157,9 +160,9 @@ template <class T> __device__ void even_runs(const Args& a, const unsigned* live
 // even_runs for f32 weights 16-byte aligned: a lane takes 4 consecutive entries of a warp's 128
 // (one 8-byte load of their 16-bit column indices with the run's record, one of their weights
 // where any is live with the traces of the run's two rows, one store): about a third of the
-// instructions of the one-entry form. Returns the runs it leaves (past the last whole 128) to
-// even_runs.
-__device__ int even_runs4(const Args& a, const unsigned* live) {
+// instructions of the one-entry form; the clip in two NaN-passing min / max (clip_nan). Returns
+// the runs it leaves (past the last whole 128) to even_runs.
+__device__ int even_runs4(const Args& a, const u8* live) {
     float* w = (float*)a.weights;
     const float* trace = (const float*)a.aux;
     const float lo = (float)a.lo, hi = (float)a.hi;
@@ -173,17 +176,14 @@ __device__ int even_runs4(const Args& a, const unsigned* live) {
         const int cs[4] = {c.x, c.y, c.z, c.w};
         unsigned on = 0;
 #pragma unroll
-        for (int j = 0; j < 4; j++) on |= (live[cs[j] >> 5] >> (cs[j] & 31) & 1) << j;
+        for (int j = 0; j < 4; j++) on |= (live[cs[j]] != 0) << j;
         if (!on) continue;
         float4* at = (float4*)(w + b * 128 + 4 * lane);
         const float4 v = *at;
         float vs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            if (on >> j & 1) {
-                const float x = vs[j] + (pos + j < run.y ? t0 : t1);
-                vs[j] = x < lo ? lo : x > hi ? hi : x;  // clip_put's selects: NaN passes
-            }
+            if (on >> j & 1) vs[j] = clip_nan(vs[j] + (pos + j < run.y ? t0 : t1), lo, hi);
         *at = make_float4(vs[0], vs[1], vs[2], vs[3]);  // the silent ones unchanged: only this lane owns them
     }
     return blocks * 4;
@@ -211,10 +211,9 @@ template <class In> __device__ bool rows_pay(const Args& a) {
 template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
     if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, /*ACROSS=*/true>(a);  // grid-uniform
-    __shared__ unsigned live[POST_EVEN_COLUMNS / 32];
-    const int t = threadIdx.x;
+    __shared__ __align__(16) u8 live[POST_EVEN_COLUMNS];
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
-    ((unsigned short*)live)[t] = (unsigned short)bits16((const In*)a.x, a.ldx, 16 * t, a.k, on);  // little-endian halves
+    ((uint4*)live)[threadIdx.x] = live_bytes16((const In*)a.x, a.ldx, 16 * threadIdx.x, a.k, on);
     __syncthreads();
     int first = 0;
     if constexpr (std::is_same<T, float>::value)
