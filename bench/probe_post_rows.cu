@@ -15,7 +15,7 @@
 // The runs table of each session is in bench/NOTES.md ("Post by rows", "Plasticity by line parts").
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
 //   /tmp/ppr 10 mask: what the rows walk pays for its mask (mask_variants)
-//   /tmp/ppr 10 lib: only the library's kernel beside the probe's shapes (three rounds)
+//   /tmp/ppr 10 lib: only the library's kernel beside the probe's shapes (three rounds), and walk8
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
 #include "../kernels/plasticity.cu"  // the library's csr_post_even, launched in this harness (`mask`)
@@ -445,10 +445,41 @@ __device__ __forceinline__ void walk4(const Net& q, const Walk4& k, const unsign
     }
 }
 
+// walk4 with 8 consecutive entries a lane (256 a warp round): one 16-byte load of their 16-bit
+// columns, one run record (8 | 32), two 16-byte loads and stores of weights: half the rounds and
+// half the records and traces a lane loads (`lib8` rows).
+__device__ __forceinline__ void walk8(const Net& q, const Walk4& k, const unsigned* live) {
+    const int lane = threadIdx.x & 31, blocks = (q.nnz + 255) / 256;
+    const int warps = gridDim.x * blockDim.x / 32, pos = 8 * (lane % 4);
+    for (int b = (blockIdx.x * blockDim.x + threadIdx.x) / 32; b < blocks; b += warps) {
+        const int p = b * 256 + 8 * lane;
+        if (p >= q.nnz) continue;  // the last 256 (nnz is a multiple of 8 here)
+        const uint4 c = *(const uint4*)(k.cols16 + p);
+        const int4 run = k.runs[p / 32];
+        const float t0 = q.trace[run.x], t1 = q.trace[run.z];
+        const unsigned words[4] = {c.x, c.y, c.z, c.w};
+        unsigned on = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const unsigned col = words[j / 2] >> (16 * (j % 2)) & 0xffff;
+            on |= (live[col >> 5] >> (col & 31) & 1) << j;
+        }
+        if (!on) continue;
+        float4* at = (float4*)(q.w + p);
+        const float4 v0 = at[0], v1 = at[1];
+        float vs[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (on >> j & 1) vs[j] = clipped(vs[j] + (pos + j < run.y ? t0 : t1));
+        at[0] = make_float4(vs[0], vs[1], vs[2], vs[3]);
+        at[1] = make_float4(vs[4], vs[5], vs[6], vs[7]);
+    }
+}
+
 enum MaskFrom { FROM_EVENTS, FROM_BITS, FROM_COPIES, FROM_NOTHING, EVENTS_ONLY, EMPTY };
 // THREADS a block, PER_SM blocks an SM; every warp first reads SAMPLE events a lane (16: the
 // library's rows_pay; 0: none) and counts them, as the library's grid-uniform choice does.
-template <int FROM, int THREADS = MASK_THREADS, int PER_SM = MASK_BLOCKS_PER_SM, int SAMPLE = 0, bool CONTIGUOUS = false>
+template <int FROM, int THREADS = MASK_THREADS, int PER_SM = MASK_BLOCKS_PER_SM, int SAMPLE = 0, bool CONTIGUOUS = false, bool EIGHT = false>
 __global__ void __launch_bounds__(THREADS, PER_SM) masked(Net q, Walk4 k) {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (FROM == EMPTY) return;
@@ -497,7 +528,8 @@ __global__ void __launch_bounds__(THREADS, PER_SM) masked(Net q, Walk4 k) {
         for (int j = 0; j < MASK_THREADS / 32; j++) n += __popc(live[j * 32 + lane]);
         if (__reduce_add_sync(~0u, n) * 16 < q.k) return;
     }
-    walk4(q, k, live);
+    if (EIGHT) walk8(q, k, live);
+    else walk4(q, k, live);
 }
 
 // The mask built once by a cluster: block r builds words 32 r .. 32 r + 31 (its first warp), the
@@ -550,6 +582,11 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
             go("empty (wait, exit)", masked<EMPTY>, 256, 6);
             go("walk4, no mask, 512 x 3", masked<FROM_NOTHING, 512, 3>, 512, 3);
             go("walk4, events, 512 x 3, sample (the library's shape)", masked<FROM_EVENTS, 512, 3, 16>, 512, 3);
+            go("walk8, no mask, 512 x 3", masked<FROM_NOTHING, 512, 3, 0, false, true>, 512, 3);
+            go("walk8, events, 512 x 3, sample", masked<FROM_EVENTS, 512, 3, 16, false, true>, 512, 3);
+            go("walk8, no mask, 512 x 2", masked<FROM_NOTHING, 512, 2, 0, false, true>, 512, 2);
+            go("walk8, events, 512 x 2, sample", masked<FROM_EVENTS, 512, 2, 16, false, true>, 512, 2);
+            go("walk8, events, 256 x 4, sample", masked<FROM_EVENTS, 256, 4, 16, false, true>, 256, 4);
         }
         return;
     }
