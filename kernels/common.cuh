@@ -474,18 +474,18 @@ template <class T, class A> __device__ __forceinline__ void blend(T* slot, A res
 
 // *w = clip(v, lo, hi); NaN passes through as on the CPU (its comparisons are false): two
 // selects, no branch. Loops over many entries convert the bounds once and pass them.
-// clip(v, lo, hi) as clip_put's selects give it (a NaN passes; lo <= hi, neither NaN: core/ops.rs)
-// in two instructions, not four.
-__device__ __forceinline__ float clip_nan(float v, float lo, float hi) {
-    asm("max.NaN.f32 %0, %0, %1;\n\tmin.NaN.f32 %0, %0, %2;" : "+f"(v) : "f"(lo), "f"(hi));
-    return v;
-}
 template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, A lo, A hi) {
     v = v < lo ? lo : v;
     put(w, v > hi ? hi : v);
 }
 template <class T, class A> __device__ __forceinline__ void clip_put(T* w, A v, const Args& a) {
     clip_put(w, v, A(a.lo), A(a.hi));
+}
+// clip(v, lo, hi) as clip_put's selects give it (a NaN passes; lo <= hi and neither is NaN:
+// core/ops.rs) in two instructions, not four.
+__device__ __forceinline__ float clip_nan(float v, float lo, float hi) {
+    asm("max.NaN.f32 %0, %0, %1;\n\tmin.NaN.f32 %0, %0, %2;" : "+f"(v) : "f"(lo), "f"(hi));
+    return v;
 }
 
 // w = clip(w + delta, lo, hi), in accumulator precision.

@@ -100,12 +100,12 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // one launch of POST_EVEN_BLOCKS_PER_SM blocks an SM. Where a sample says many columns are live
 // (POST_ROWS_SHARE_DIV, rows_pay) each block builds the live columns' mask in shared memory, a
 // byte a column (16 events a thread; bool events copied as they lie, so that a lookup is one
-// LDS.U8 and not a word's load, shift and mask: -0.2 to -0.5 graph µs from 5 % live on, bench/NOTES.md,
-// "The library's walk against the probe's") and walks every entry in even shares (even_runs,
-// even_runs4): a warp loads its runs' column indices
-// and records in one trip, the live entries' weights and their rows' traces in a second, then
-// stores, and each warp's weights are its runs' own lines. Else it walks the live columns by line
-// parts, as on other event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by
+// LDS.U8, not a word's load, shift and mask: -0.2 to -0.5 graph µs from 5 % live on,
+// bench/NOTES.md, "The library's walk against the probe's"), and walks every entry in even
+// shares (even_runs, even_runs4): a warp loads its runs' column indices and records in one trip,
+// the live entries' weights and their rows' traces in a second, then stores, and each warp's
+// weights are its runs' own lines. Else it walks the live columns by line parts, as on other
+// event vectors. 5,000² x 500, H200 graph µs (bench/NOTES.md, "Plasticity by
 // line parts", "Line parts in phases", "Post by rows: 16-bit columns"): 10 % live 10.1 -> 5.6
 // against the columns, 40 % 32 -> 6.4.
 #define POST_EVEN_THREADS 512
