@@ -573,12 +573,13 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
     lib.indices = q.indices, lib.indptr = q.indptr;  // no 64-bit CSC mirror here: run `mask` where the rows pay (10)
     lib.runs = k.runs, lib.cols16 = k.cols16;
     auto library = [&](const char* name) {
-        measure(name, [&] { launch_overlapped(s, csr_post_even_f32_bool, dim3(sms * 3), dim3(POST_EVEN_THREADS), lib); }, sms * 3,
+        const int blocks = sms * POST_EVEN_BLOCKS_PER_SM(float, unsigned char);
+        measure(name, [&] { launch_overlapped(s, csr_post_even_f32_bool, dim3(blocks), dim3(POST_EVEN_THREADS), lib); }, blocks,
                 POST_EVEN_THREADS);
     };
     if (only_library) {  // `lib`: the library's kernel beside the probe's same shape, three rounds
         for (int round = 0; round < 3; round++) {
-            library("the library's csr_post_even_f32_bool (512 x 3, its sample)");
+            library("the library's csr_post_even_f32_bool");
             go("empty (wait, exit)", masked<EMPTY>, 256, 6);
             go("walk4, no mask, 512 x 3", masked<FROM_NOTHING, 512, 3>, 512, 3);
             go("walk4, events, 512 x 3, sample (the library's shape)", masked<FROM_EVENTS, 512, 3, 16>, 512, 3);
@@ -591,7 +592,7 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
         return;
     }
     for (int round = 0; round < 2; round++) {
-        library("the library's csr_post_even_f32_bool (512 x 3, its sample)");
+        library("the library's csr_post_even_f32_bool");
         go("empty (wait, exit)", masked<EMPTY>, 256, 6);
         go("mask from the events only, no walk", masked<EVENTS_ONLY>, 256, 6);
         go("mask from the events only, no walk, 512 x 3", masked<EVENTS_ONLY, 512, 3>, 512, 3);
