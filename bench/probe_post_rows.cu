@@ -532,6 +532,70 @@ __global__ void __launch_bounds__(THREADS, PER_SM) masked(Net q, Walk4 k) {
     else walk4(q, k, live);
 }
 
+// walk8 from the probe's form (bit mask, fminf / fmaxf clip, predicated update, each round's
+// record loaded with its indices) towards the library's, one difference at a time (`lib` rows),
+// 256 x 4 with the probe's sample: BYTES the mask a byte a column (the events copied as they
+// lie), NANCLIP clip_nan, AHEAD the record a round ahead, ALL every entry's clip computed and the
+// live ones kept by selects (bench/NOTES.md, "walk8 in the library, measured").
+template <bool BYTES, bool NANCLIP, bool AHEAD, bool ALL>
+__global__ void __launch_bounds__(256, 4) walk8x(Net q, Walk4 k) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const int lane = threadIdx.x & 31, t = threadIdx.x;
+    {  // the probe's sample: 16 events a lane, spread
+        const uint4 v = *(const uint4*)(q.events + lane * max(16, q.k / 32 / 16 * 16));
+        const unsigned b = nibble(v.x) | nibble(v.y) << 4 | nibble(v.z) << 8 | nibble(v.w) << 12;
+        if (__reduce_add_sync(~0u, __popc(b)) * 16 < 32 * 16) return;
+    }
+    __shared__ __align__(16) unsigned char bytes[BYTES ? 8192 : 16];
+    __shared__ unsigned bits[BYTES ? 1 : MASK_THREADS];
+    for (int h = t; h < 2 * MASK_THREADS; h += 256) {  // 16 events a step
+        const uint4 v = 16 * h + 16 <= q.k ? *(const uint4*)(q.events + 16 * h) : make_uint4(0, 0, 0, 0);
+        unsigned tail = 0;
+        if (16 * h < q.k && 16 * h + 16 > q.k)
+            for (int j = 0; 16 * h + j < q.k; j++) tail |= (unsigned)(q.events[16 * h + j] != 0) << j;
+        if (BYTES) {
+            ((uint4*)bytes)[h] = v;
+            if (tail)
+                for (int j = 0; j < 16; j++) bytes[16 * h + j] = tail >> j & 1;
+        } else {
+            ((unsigned short*)bits)[h] = (unsigned short)(nibble(v.x) | nibble(v.y) << 4 | nibble(v.z) << 8 | nibble(v.w) << 12 | tail);
+        }
+    }
+    __syncthreads();
+    auto live = [&](unsigned c) { return BYTES ? bytes[c] != 0 : (bits[c >> 5] >> (c & 31) & 1) != 0; };
+    auto clip = [&](float x) { return NANCLIP ? clip_nan(x, -1.f, 1.f) : clipped(x); };
+    const int blocks = (q.nnz + 255) / 256, warps = gridDim.x * blockDim.x / 32, pos = 8 * (lane % 4);
+    int b = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int4 ahead = AHEAD && b < blocks ? k.runs[b * 8 + lane / 4] : make_int4(0, 0, 0, 0);
+    for (; b < blocks; b += warps) {
+        const int p = b * 256 + 8 * lane;
+        const int4 run = AHEAD ? ahead : (p < q.nnz ? k.runs[p / 32] : make_int4(0, 0, 0, 0));
+        if (AHEAD) ahead = b + warps < blocks ? k.runs[(b + warps) * 8 + lane / 4] : ahead;
+        if (p >= q.nnz) continue;  // the last 256 (nnz is a multiple of 8 here)
+        const uint4 c = *(const uint4*)(k.cols16 + p);
+        const float t0 = q.trace[run.x], t1 = q.trace[run.z];
+        const unsigned pairs[4] = {c.x, c.y, c.z, c.w};
+        unsigned on = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) on |= (unsigned)live(pairs[j / 2] >> (16 * (j % 2)) & 0xffff) << j;
+        if (!on) continue;
+        float4* at = (float4*)(q.w + p);
+        const float4 v0 = at[0], v1 = at[1];
+        float vs[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (ALL) {
+                const float u = clip(vs[j] + (pos + j < run.y ? t0 : t1));
+                vs[j] = on >> j & 1 ? u : vs[j];
+            } else if (on >> j & 1) {
+                vs[j] = clip(vs[j] + (pos + j < run.y ? t0 : t1));
+            }
+        }
+        at[0] = make_float4(vs[0], vs[1], vs[2], vs[3]);
+        at[1] = make_float4(vs[4], vs[5], vs[6], vs[7]);
+    }
+}
+
 // The mask built once by a cluster: block r builds words 32 r .. 32 r + 31 (its first warp), the
 // others are read from their builders over DSMEM.
 __global__ void __cluster_dims__(MASK_CLUSTER, 1, 1) __launch_bounds__(MASK_THREADS, MASK_BLOCKS_PER_SM) masked_cluster(Net q, Walk4 k) {
@@ -588,6 +652,15 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
             go("walk8, no mask, 512 x 2", masked<FROM_NOTHING, 512, 2, 0, false, true>, 512, 2);
             go("walk8, events, 512 x 2, sample", masked<FROM_EVENTS, 512, 2, 16, false, true>, 512, 2);
             go("walk8, events, 256 x 4, sample", masked<FROM_EVENTS, 256, 4, 16, false, true>, 256, 4);
+            go("walk8x: probe form", walk8x<false, false, false, false>, 256, 4);
+            go("walk8x: bytes", walk8x<true, false, false, false>, 256, 4);
+            go("walk8x: clip_nan", walk8x<false, true, false, false>, 256, 4);
+            go("walk8x: record ahead", walk8x<false, false, true, false>, 256, 4);
+            go("walk8x: all computed", walk8x<false, false, false, true>, 256, 4);
+            go("walk8x: bytes, clip_nan", walk8x<true, true, false, false>, 256, 4);
+            go("walk8x: library form (bytes, clip_nan, ahead, all)", walk8x<true, true, true, true>, 256, 4);
+            go("walk8x: library form less ahead", walk8x<true, true, false, true>, 256, 4);
+            go("walk8x: library form less all", walk8x<true, true, true, false>, 256, 4);
         }
         return;
     }
