@@ -421,58 +421,36 @@ struct Walk4 {
     const unsigned* gmask;  // MASK_COPIES copies of MASK_THREADS words
 };
 
-__device__ __forceinline__ void walk4(const Net& q, const Walk4& k, const unsigned* live) {
-    const int lane = threadIdx.x & 31, blocks = (q.nnz + 127) / 128;
-    const int warps = gridDim.x * blockDim.x / 32, pos = 4 * (lane % 8);
+// E consecutive entries a lane (4: 128 a warp round, one 8-byte load of their 16-bit columns;
+// 8: 256 a round, one 16-byte load, half the rounds and half the records and traces a lane
+// loads), the run's record, E / 4 16-byte loads and stores of weights where any is live.
+template <int E> __device__ __forceinline__ void walk_runs(const Net& q, const Walk4& k, const unsigned* live) {
+    typedef typename std::conditional<E == 4, uint2, uint4>::type Columns;
+    const int lane = threadIdx.x & 31, blocks = (q.nnz + 32 * E - 1) / (32 * E);
+    const int warps = gridDim.x * blockDim.x / 32, pos = E * (lane % (32 / E));
     for (int b = (blockIdx.x * blockDim.x + threadIdx.x) / 32; b < blocks; b += warps) {
-        const int p = b * 128 + 4 * lane;
-        if (p >= q.nnz) continue;  // the last 128 (nnz is a multiple of 4 here)
-        const ushort4 c = *(const ushort4*)(k.cols16 + p);
+        const int p = b * 32 * E + E * lane;
+        if (p >= q.nnz) continue;  // the last round (nnz is a multiple of E here)
+        const Columns c = *(const Columns*)(k.cols16 + p);
         const int4 run = k.runs[p / 32];
         const float t0 = q.trace[run.x], t1 = q.trace[run.z];
-        const int cs[4] = {c.x, c.y, c.z, c.w};
+        const unsigned* words = (const unsigned*)&c;
         unsigned on = 0;
 #pragma unroll
-        for (int j = 0; j < 4; j++) on |= (live[cs[j] >> 5] >> (cs[j] & 31) & 1) << j;
-        if (!on) continue;
-        float4* at = (float4*)(q.w + p);
-        const float4 v = *at;
-        float vs[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            if (on >> j & 1) vs[j] = clipped(vs[j] + (pos + j < run.y ? t0 : t1));
-        *at = make_float4(vs[0], vs[1], vs[2], vs[3]);
-    }
-}
-
-// walk4 with 8 consecutive entries a lane (256 a warp round): one 16-byte load of their 16-bit
-// columns, one run record (8 | 32), two 16-byte loads and stores of weights: half the rounds and
-// half the records and traces a lane loads (`lib8` rows).
-__device__ __forceinline__ void walk8(const Net& q, const Walk4& k, const unsigned* live) {
-    const int lane = threadIdx.x & 31, blocks = (q.nnz + 255) / 256;
-    const int warps = gridDim.x * blockDim.x / 32, pos = 8 * (lane % 4);
-    for (int b = (blockIdx.x * blockDim.x + threadIdx.x) / 32; b < blocks; b += warps) {
-        const int p = b * 256 + 8 * lane;
-        if (p >= q.nnz) continue;  // the last 256 (nnz is a multiple of 8 here)
-        const uint4 c = *(const uint4*)(k.cols16 + p);
-        const int4 run = k.runs[p / 32];
-        const float t0 = q.trace[run.x], t1 = q.trace[run.z];
-        const unsigned words[4] = {c.x, c.y, c.z, c.w};
-        unsigned on = 0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < E; j++) {
             const unsigned col = words[j / 2] >> (16 * (j % 2)) & 0xffff;
             on |= (live[col >> 5] >> (col & 31) & 1) << j;
         }
         if (!on) continue;
         float4* at = (float4*)(q.w + p);
-        const float4 v0 = at[0], v1 = at[1];
-        float vs[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+        float vs[E];
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+        for (int i = 0; i < E / 4; i++) *(float4*)(vs + 4 * i) = at[i];
+#pragma unroll
+        for (int j = 0; j < E; j++)
             if (on >> j & 1) vs[j] = clipped(vs[j] + (pos + j < run.y ? t0 : t1));
-        at[0] = make_float4(vs[0], vs[1], vs[2], vs[3]);
-        at[1] = make_float4(vs[4], vs[5], vs[6], vs[7]);
+#pragma unroll
+        for (int i = 0; i < E / 4; i++) at[i] = *(float4*)(vs + 4 * i);
     }
 }
 
@@ -528,8 +506,7 @@ __global__ void __launch_bounds__(THREADS, PER_SM) masked(Net q, Walk4 k) {
         for (int j = 0; j < MASK_THREADS / 32; j++) n += __popc(live[j * 32 + lane]);
         if (__reduce_add_sync(~0u, n) * 16 < q.k) return;
     }
-    if (EIGHT) walk8(q, k, live);
-    else walk4(q, k, live);
+    walk_runs<EIGHT ? 8 : 4>(q, k, live);
 }
 
 // walk8 from the probe's form (bit mask, fminf / fmaxf clip, predicated update, each round's
@@ -609,7 +586,7 @@ __global__ void __cluster_dims__(MASK_CLUSTER, 1, 1) __launch_bounds__(MASK_THRE
     asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(in_block(&mine[t % 32], t / 32)));
     live[t] = v;
     cluster_sync();  // the builders' words are read before any block exits; live[] is complete
-    walk4(q, k, live);
+    walk_runs<4>(q, k, live);
 }
 
 void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<int>& indptr, const std::vector<unsigned char>& events,
