@@ -589,6 +589,36 @@ __global__ void __cluster_dims__(MASK_CLUSTER, 1, 1) __launch_bounds__(MASK_THRE
     walk_runs<4>(q, k, live);
 }
 
+// The library's csr_post_even (f32 weights, bool events) with its pieces swapped one at a time
+// (`lib` rows, prepared for the twenty-fifth session): LIB_SAMPLE rows_pay or the probe's sample
+// (16 events a lane in 32-bit positions, no scalar fallback); LINE_PARTS the line-parts branch
+// compiled into the kernel (as in the library) or a bare return; TAIL even_runs after even_runs4
+// (without it the last nnz % 128 entries are skipped: the error column shows them).
+template <bool LIB_SAMPLE, bool LINE_PARTS, bool TAIL>
+__global__ void __launch_bounds__(POST_EVEN_THREADS, POST_EVEN_BLOCKS_PER_SM(float, u8)) lib_pieces(Args a) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (a.csc_stale && blockIdx.x == 0 && threadIdx.x == 0) *a.csc_stale = 1;  // as EVS_WEIGHTS_KERNEL
+    bool rows;
+    if (LIB_SAMPLE) {
+        rows = rows_pay<u8>(a);
+    } else {
+        const int k = (int)a.k;
+        const uint4 v = *(const uint4*)((const u8*)a.x + (threadIdx.x & 31) * max(16, k / 32 / 16 * 16));
+        const unsigned b = nibble(v.x) | nibble(v.y) << 4 | nibble(v.z) << 8 | nibble(v.w) << 12;
+        rows = __reduce_add_sync(~0u, __popc(b)) * POST_ROWS_SHARE_DIV >= 512;
+    }
+    if (!rows) {
+        if (LINE_PARTS) line_parts<float, u8, CscWalk, /*ACROSS=*/true>(a);
+        return;
+    }
+    __shared__ __align__(16) u8 live[POST_EVEN_COLUMNS];
+    ((uint4*)live)[threadIdx.x] = live_bytes16((const u8*)a.x, a.ldx, 16 * threadIdx.x, a.k, [](u8 e) { return e != 0; });
+    __syncthreads();
+    int first = 0;
+    if ((uintptr_t)a.weights % 16 == 0) first = even_runs4(a, live);
+    if (TAIL) even_runs<float>(a, live, first);
+}
+
 void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<int>& indptr, const std::vector<unsigned char>& events,
                    const std::function<void(const char*, std::function<void()>, int, int)>& measure, cudaStream_t s, int sms,
                    bool only_library) {
@@ -619,8 +649,17 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
                 POST_EVEN_THREADS);
     };
     if (only_library) {  // `lib`: the library's kernel beside the probe's same shape, three rounds
+        auto pieces = [&](const char* name, auto kernel) {
+            const int blocks = sms * POST_EVEN_BLOCKS_PER_SM(float, unsigned char);
+            measure(name, [&, kernel] { launch_overlapped(s, kernel, dim3(blocks), dim3(POST_EVEN_THREADS), lib); }, blocks, POST_EVEN_THREADS);
+        };
         for (int round = 0; round < 3; round++) {
             library("the library's csr_post_even_f32_bool");
+            pieces("lib_pieces: as the library", lib_pieces<true, true, true>);
+            pieces("lib_pieces: probe sample", lib_pieces<false, true, true>);
+            pieces("lib_pieces: no line-parts branch", lib_pieces<true, false, true>);
+            pieces("lib_pieces: no tail (error: the last nnz % 128)", lib_pieces<true, true, false>);
+            pieces("lib_pieces: none of the three", lib_pieces<false, false, false>);
             go("empty (wait, exit)", masked<EMPTY>, 256, 6);
             go("walk4, no mask, 512 x 3", masked<FROM_NOTHING, 512, 3>, 512, 3);
             go("walk4, events, 512 x 3, sample (the library's shape)", masked<FROM_EVENTS, 512, 3, 16>, 512, 3);
