@@ -137,9 +137,13 @@ impl Pair {
     fn compare(&self, what: &str, out: &Both) {
         let (got, want) = (read(&self.dev.1, &out.dev), read(&self.cpu.1, &out.cpu));
         let tol = tolerance(out.dev.dtype);
-        let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        // NaN and infinities must match exactly, and take no part in the finite values' scale
+        let scale = want.iter().filter(|v| v.is_finite()).fold(1.0f64, |m, v| m.max(v.abs()));
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (w.abs() + 0.1 * scale);
+            let same = match w.is_finite() {
+                true => (g - w).abs() <= tol * (w.abs() + 0.1 * scale),
+                false => g == w || (g.is_nan() && w.is_nan()),
+            };
             assert!(same, "{what} ({}): [{i}] got {g}, CPU gives {w} (of {})", out.dev.dtype.name(), got.len());
         }
     }
@@ -1287,11 +1291,58 @@ fn csr_post_rows_on_misaligned_arrays_match_cpu() {
         let what = format!("post by rows, indices {index_skip} and weights {weight_skip} past alignment");
         ops::csr_plasticity(&p.dev.1, true, &dev_a, Spikes::Events(&spikes.dev), &tr.dev, -0.5, 0.5).unwrap();
         ops::csr_plasticity(&p.cpu.1, true, &cpu_a, Spikes::Events(&spikes.cpu), &tr.cpu, -0.5, 0.5).unwrap();
-        let weights_of = |a: &Csr| match &a.weights {
-            evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), DType::F32, a.nnz),
-            _ => unreachable!(),
-        };
-        p.compare(&what, &Both { dev: weights_of(&dev_a), cpu: weights_of(&cpu_a) });
+        p.compare(&what, &Both { dev: hetero_weights(&dev_a, DType::F32), cpu: hetero_weights(&cpu_a, DType::F32) });
+    }
+}
+
+/// Plasticity where weights and traces hold NaN and infinities (every 7th weight, every 11th
+/// trace): a NaN passes through the clip and an infinite sum is clipped to the bound, as on the
+/// CPU (its comparisons are false for NaN), on post by rows (40 % live: `csr_post_even`'s
+/// `even_runs4`, kernels/common.cuh `clip_nan`), post by line parts (1 %) and pre.
+#[test]
+fn csr_plasticity_passes_nan_and_clips_infinities() {
+    let mut p = Pair::new();
+    let pat = random_rows(&mut p.rng, (600, 3000), 5, |rng| if rng.below(9) == 0 { 0 } else { 64 + rng.below(200) });
+    let special = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 2.0, -2.0];
+    let with_specials = |v: Vec<f64>, every: usize| -> Vec<f64> {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, x)| if i % every == 0 { special[i / every % special.len()] } else { x })
+            .collect()
+    };
+    let w = with_specials(p.values(pat.indices.len(), 0), 7);
+    let wb = encode(DType::F32, &w);
+    let indptr = encode(DType::I32, &pat.indptr.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    for post in [true, false] {
+        for share in [1, 40] {
+            let make = |ctx: &Arc<Context>| {
+                let shape = CsrShape::new(pat.m as i64, pat.k as i64, pat.indices.len() as i64, DType::I32, DType::F32)
+                    .unwrap();
+                unsafe { Csr::from_host(ctx, shape, indptr.as_ptr(), pat.indices.as_ptr(), Some(wb.as_ptr()), 0.0) }
+                    .unwrap()
+            };
+            let (dev_a, cpu_a) = (make(&p.dev.0), make(&p.cpu.0));
+            let (neurons, n_trace) = if post { (pat.k, pat.m) } else { (pat.m, pat.k) };
+            let tv = with_specials(p.values(n_trace, 10), 11);
+            let trace = p.both(DType::F32, (1, n_trace, 1), &tv);
+            let sv: Vec<f64> = (0..neurons).map(|_| (p.rng.below(100) < share) as u8 as f64).collect();
+            let spikes = p.both(DType::Bool, (1, neurons, 1), &sv);
+            let what = format!("csr plasticity post={post}, {share} % live, NaN and infinities in weights and traces");
+            ops::csr_plasticity(&p.dev.1, post, &dev_a, Spikes::Events(&spikes.dev), &trace.dev, -0.5, 0.5).unwrap();
+            ops::csr_plasticity(&p.cpu.1, post, &cpu_a, Spikes::Events(&spikes.cpu), &trace.cpu, -0.5, 0.5).unwrap();
+            p.compare(
+                &what,
+                &Both { dev: hetero_weights(&dev_a, DType::F32), cpu: hetero_weights(&cpu_a, DType::F32) },
+            );
+        }
+    }
+}
+
+/// A matrix's heterogeneous weights as a dense vector.
+fn hetero_weights(a: &Csr, t: DType) -> Dense {
+    match &a.weights {
+        evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
+        _ => unreachable!(),
     }
 }
 
@@ -1305,11 +1356,7 @@ fn csr_plasticity_case(p: &mut Pair, t: DType, post: bool, pat: &Pattern, spikes
     let what = format!("csr plasticity {}x{} post={post} {input}", pat.m, pat.k);
     if p.ran(&what, ops::csr_plasticity(&p.dev.1, post, &dev_a, spikes.dev(), &trace.dev, lo, hi)) {
         ops::csr_plasticity(&p.cpu.1, post, &cpu_a, spikes.cpu(), &trace.cpu, lo, hi).unwrap();
-        let weights = |a: &Csr| match &a.weights {
-            evsparse::core::csr::Weights::Hetero(w) => Dense::vector_of(&a.ctx, w.buf.clone(), t, a.nnz),
-            _ => unreachable!(),
-        };
-        p.compare(&what, &Both { dev: weights(&dev_a), cpu: weights(&cpu_a) });
+        p.compare(&what, &Both { dev: hetero_weights(&dev_a, t), cpu: hetero_weights(&cpu_a, t) });
     }
 }
 
