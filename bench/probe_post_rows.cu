@@ -16,6 +16,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_post_rows.cu -o /tmp/ppr && /tmp/ppr 10 && /tmp/ppr 40
 //   /tmp/ppr 10 mask: what the rows walk pays for its mask (mask_variants)
 //   /tmp/ppr 10 lib: only the library's kernel beside the probe's shapes (three rounds), and walk8
+//   /tmp/ppr 10 lib 4800: the same on 4,800 rows (a third argument sets the rows)
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
 #include "../kernels/plasticity.cu"  // the library's csr_post_even, launched in this harness (`mask`)
@@ -706,7 +707,9 @@ void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<in
 }
 
 int main(int argc, char** argv) {
-    const int M = 5000, K = 5000, ROW = 500, ONE_IN = argc > 1 ? atoi(argv[1]) : 10;
+    // rows (argument 3, default 5,000): at 4,800 every warp of the 512 x 3 rows walk takes exactly
+    // 3 rounds of 128 entries (at 5,000, 8 % of them take a fourth)
+    const int M = argc > 3 ? atoi(argv[3]) : 5000, K = 5000, ROW = 500, ONE_IN = argc > 1 ? atoi(argv[1]) : 10;
     std::mt19937 rng(7);
     std::vector<int> indptr(M + 1), indices;
     for (int i = 0; i < M; i++) {
