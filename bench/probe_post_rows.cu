@@ -766,7 +766,9 @@ int main(int argc, char** argv) {
     const std::vector<float>* expect = &ref;  // the post reference; pre's for the pre rows
     // a call's check against the reference from the same start, then its timings
     auto measure = [&](const char* name, auto call, int blocks, int threads) {
-        CK(cudaMemcpy(q.w, w0.data(), nnz * 4, cudaMemcpyHostToDevice));
+        // on s: a pageable cudaMemcpy returns before its DMA lands and the non-blocking s does
+        // not wait for it (the kernel then read the last variant's weights: errors of 1.0)
+        CK(cudaMemcpyAsync(q.w, w0.data(), nnz * 4, cudaMemcpyHostToDevice, s));
         call();
         CK(cudaStreamSynchronize(s));
         const double err = max_error(q.w, *expect);
