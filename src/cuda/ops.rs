@@ -212,15 +212,22 @@ fn scale_output(s: &Stream, args: &Args, (rows, cols): (usize, usize), dtype: DT
     if args.beta == 0.0 && (args.ldy as usize == cols || rows <= 1) && !scaled_by_kernel(gpu, args, bytes) {
         return zero_device(gpu, stream, args.y, bytes);
     }
-    launch_scale(s, SCALE, args, (rows, cols), dtype)
+    launch_scale(s, SCALE, args, (rows, cols), dtype, Grid::strided(gpu, (rows * cols) as u64))
 }
 
-/// y = beta·y over `rows` x `cols` elements of `dtype` by the scaling kernel `family`: SCALE, or
-/// SCALE_OPENER, which lets the scatter after it launch at once (`list_scatter`).
-fn launch_scale(s: &Stream, family: Family, args: &Args, (rows, cols): (usize, usize), dtype: DType) -> Result<()> {
+/// y = beta·y over `rows` x `cols` elements of `dtype` by the scaling kernel `family` on `grid`:
+/// SCALE, or SCALE_OPENER, which lets the scatter after it launch at once (`scatter_after_scale`).
+fn launch_scale(
+    s: &Stream,
+    family: Family,
+    args: &Args,
+    (rows, cols): (usize, usize),
+    dtype: DType,
+    grid: Grid,
+) -> Result<()> {
     let (gpu, stream) = parts(s)?;
     let scale = Args { m: rows as i64, n: cols as i64, ..*args };
-    gpu.launch(stream, gpu.kernel(family, Some(dtype), None)?, Grid::strided(gpu, (rows * cols) as u64), &scale)
+    gpu.launch(stream, gpu.kernel(family, Some(dtype), None)?, grid, &scale)
 }
 
 /// Whether y (`bytes` of it) is scaled by the scaling kernel (where beta is not 1): where
@@ -229,11 +236,41 @@ fn scaled_by_kernel(gpu: &super::Gpu, args: &Args, bytes: usize) -> bool {
     args.beta != 1.0 && gpu.programmatic_launch && bytes <= ZERO_BY_KERNEL_MAX
 }
 
-/// One event-driven launch over the live lines among `lines` candidates, adding into `y`
-/// (`len` elements of `dtype`) after scaling it by beta.
+/// Blocks an SM of the scaling that opens a scatter (`open_with_scaling`), striding over y: the
+/// scatter's blocks, launched at once, find room beside them and load while y is scaled. A full
+/// grid (a thread an output: 1,563 blocks at 400,000) held the SMs until it drained, and the
+/// memset node was the better barrier past 64 KB (bench/NOTES.md, "The scaling as opener at any
+/// length of y"); with a block an SM, spmv T and N on a 400,000 spike list 5.2 -> 4.2 and 6.4 ->
+/// 5.4 graph µs (H200, "Openers a block an SM").
+const OPENER_BLOCKS_PER_SM: u64 = 1;
+
+/// Whether a scatter's call opens with the scaling kernel (beta is not 1; launches overlap).
+fn opens_with_scaling(gpu: &super::Gpu, args: &Args) -> bool {
+    args.beta != 1.0 && gpu.programmatic_launch
+}
+
+/// y = beta·y over the vector y (`rows` of `dtype`) by the kernel that lets the scatter after it
+/// launch at once (SCALE_OPENER), OPENER_BLOCKS_PER_SM blocks an SM.
+fn open_with_scaling(s: &Stream, args: &Args, rows: usize, dtype: DType) -> Result<()> {
+    let gpu = parts(s)?.0;
+    let strided = Grid::strided(gpu, rows as u64);
+    let blocks = strided.blocks.0.min(gpu.multiprocessors as u64 * OPENER_BLOCKS_PER_SM);
+    launch_scale(s, SCALE_OPENER, args, (rows, 1), dtype, Grid::new((blocks, 1), strided.threads))
+}
+
+/// One event-driven launch over the live lines among `lines` candidates (spmv T on an event
+/// vector: `function`), adding into `y` (`len` elements of `dtype`) after scaling it by beta:
+/// where launches overlap, the scaling opens the call and the scatter's blocks launch at once and
+/// wait for it at their entry. (A form loading its first events and extents before that wait,
+/// as the list scatters do, was slower: 5.5 -> 5.7 graph µs at 400,000, its blocks in waves
+/// behind the waiting ones; bench/NOTES.md, "Openers a block an SM".)
 fn active_lines(s: &Stream, function: Function, args: Args, lines: usize, len: usize, dtype: DType) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    scale_output(s, &args, (len, 1), dtype)?;
+    if opens_with_scaling(gpu, &args) {
+        open_with_scaling(s, &args, len, dtype)?;
+    } else {
+        scale_output(s, &args, (len, 1), dtype)?;
+    }
     let block_lines = WARP_LINES * (LINES_THREADS / 32) as u64;
     let blocks = (lines as u64).div_ceil(block_lines).min(gpu.multiprocessors as u64 * LINE_BLOCKS_PER_SM);
     gpu.launch(stream, function, Grid::new((blocks, 1), (LINES_THREADS, 1)), &Args { lines: lines as i64, ..args })
@@ -466,11 +503,11 @@ fn csc_parts(s: &Stream, p: &Product, args: Args) -> Result<()> {
     scatter_after_scale(s, [(SPMV_CSC_PARTS, input), (SPMV_CSC_PARTS_AFTER_SCALE, input)], grid, &args, (a.m, a.dtype))
 }
 
-/// A scatter into the vector y (`rows` of `dtype`, the kernels' T) scaled by beta first: its
-/// plain form after `scale_output`, or, where the scaling is a kernel (`scaled_by_kernel`), that
-/// kernel opening the call and the scatter's after-scale form launched at once, loading its
-/// inputs while y is scaled and waiting for it only before its adds. Each form with its input
-/// dtype.
+/// A scatter into the vector y (`rows` of `dtype`, the kernels' T) scaled by beta first: where
+/// launches overlap, the scaling kernel opening the call (OPENER_BLOCKS_PER_SM) and the
+/// scatter's after-scale form launched at once, loading its inputs while y is scaled and waiting
+/// for it only before its adds; else its plain form after `scale_output`. Each form with its
+/// input dtype.
 fn scatter_after_scale(
     s: &Stream,
     [plain, after]: [(Family, Option<DType>); 2],
@@ -479,8 +516,8 @@ fn scatter_after_scale(
     (rows, dtype): (usize, DType),
 ) -> Result<()> {
     let (gpu, stream) = parts(s)?;
-    if scaled_by_kernel(gpu, args, rows * dtype.size()) {
-        launch_scale(s, SCALE_OPENER, args, (rows, 1), dtype)?;
+    if opens_with_scaling(gpu, args) {
+        open_with_scaling(s, args, rows, dtype)?;
         return gpu.launch(stream, gpu.kernel(after.0, Some(dtype), after.1)?, grid, args);
     }
     scale_output(s, args, (rows, 1), dtype)?;
