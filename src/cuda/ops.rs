@@ -233,7 +233,7 @@ fn launch_scale(
 /// Whether y (`bytes` of it) is scaled by the scaling kernel (where beta is not 1): where
 /// launches overlap and y is small (ZERO_BY_KERNEL_MAX).
 fn scaled_by_kernel(gpu: &super::Gpu, args: &Args, bytes: usize) -> bool {
-    args.beta != 1.0 && gpu.programmatic_launch && bytes <= ZERO_BY_KERNEL_MAX
+    opens_with_scaling(gpu, args) && bytes <= ZERO_BY_KERNEL_MAX
 }
 
 /// Blocks an SM of the scaling that opens a scatter (`open_with_scaling`), striding over y: the
