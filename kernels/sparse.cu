@@ -1055,9 +1055,16 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
 #define GATHER_ALL(T, TN) EVS_FOR_INPUTS(GATHER, T, TN)
 EVS_FOR_FLOATS(GATHER_ALL)
 
+// spmv_scatter_after_scale: the same right after scale_opener in its call (src/cuda/ops.rs,
+// active_lines), its warps loading their first events and extents while y is scaled. Two blocks
+// an SM fewer (40 registers): at the plain form's 8 (32 registers) and at 7 it spilled 16 bytes
+// and lost to the plain form after the opener (T events 400,000: 5.74 against 5.50 graph µs);
+// at 6, 5.5 -> 5.15 (bench/NOTES.md, "Openers a block an SM").
 #define SCATTER(T, TN, In, InN)                                                                       \
     EVS_KERNEL(spmv_scatter_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)),                    \
                (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>>))                          \
+    EVS_KERNEL_AFTER_OPENER(spmv_scatter_after_scale_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T) - 2), \
+                            (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>, true>))       \
     KERNEL(spmm_scatter_##TN##_##InN, (scatter_mm<T, In>))
 #define ROW_WARP_SCATTER(T, TN, In, InN) \
     KERNEL(spmv_row_warp_scatter_##TN##_##InN, (warp_per_line<In, CsrWalk, AddInto<T, CsrWalk>>))

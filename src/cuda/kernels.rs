@@ -42,6 +42,7 @@ families! {
     SPMV_T_GATHER_CSC_COPY = "spmv_t_csc_copy",
     SPMM_T_GATHER_CSC_COPY = "spmm_t_csc_copy",
     SPMV_SCATTER = "spmv_scatter",
+    SPMV_SCATTER_AFTER_SCALE = "spmv_scatter_after_scale",
     SPMV_ROW_WARP_SCATTER = "spmv_row_warp_scatter",
     SPMV_LIST_SCATTER_AFTER_SCALE = "spmv_list_scatter_after_scale",
     SPMV_CSC_LIST_SCATTER_AFTER_SCALE = "spmv_csc_list_scatter_after_scale",
@@ -211,8 +212,8 @@ mod tests {
         let sparse = std::fs::read_to_string(format!("{dir}/sparse.cu")).unwrap();
         assert_eq!(sparse.matches("EVS_KERNEL_LOADS_FIRST(").count(), 2);
         // spmv T and N on a spike list right after the scaling that opens them (spmv_spikes_t/n),
-        // and N on an event vector by line parts (csc_parts)
-        assert_eq!(sparse.matches("EVS_KERNEL_AFTER_OPENER(").count(), 3);
+        // T on an event vector (active_lines) and N by line parts (csc_parts)
+        assert_eq!(sparse.matches("EVS_KERNEL_AFTER_OPENER(").count(), 4);
         assert_eq!(sparse.matches("let_dependents_launch();").count(), 1);
         // the one kernel that waits where it needs to (its N and T forms) runs right after an
         // opener that lets it launch early (dense_wgmma in src/cuda/ops.rs: event_matrix first

@@ -1,7 +1,7 @@
 //! One launch sequence per operation of SPEC §3, on the caller's stream. Arguments were checked
 //! by `core::ops`; nothing here allocates or waits on the host once a matrix is analysed.
 
-use super::driver::{call, Function};
+use super::driver::call;
 use super::kernels::*;
 use super::launch::{Args, Grid, TensorMap, MAX_GRID_Y, THREADS};
 use super::{parts, scratch, tile_counter};
@@ -259,21 +259,14 @@ fn open_with_scaling(s: &Stream, args: &Args, rows: usize, dtype: DType) -> Resu
 }
 
 /// One event-driven launch over the live lines among `lines` candidates (spmv T on an event
-/// vector: `function`), adding into `y` (`len` elements of `dtype`) after scaling it by beta:
-/// where launches overlap, the scaling opens the call and the scatter's blocks launch at once and
-/// wait for it at their entry. (A form loading its first events and extents before that wait,
-/// as the list scatters do, was slower: 5.5 -> 5.7 graph µs at 400,000, its blocks in waves
-/// behind the waiting ones; bench/NOTES.md, "Openers a block an SM".)
-fn active_lines(s: &Stream, function: Function, args: Args, lines: usize, len: usize, dtype: DType) -> Result<()> {
-    let (gpu, stream) = parts(s)?;
-    if opens_with_scaling(gpu, &args) {
-        open_with_scaling(s, &args, len, dtype)?;
-    } else {
-        scale_output(s, &args, (len, 1), dtype)?;
-    }
+/// vector of `input`), adding into `y` (`len` elements of `dtype`) after scaling it by beta.
+fn active_lines(s: &Stream, input: Option<DType>, args: Args, lines: usize, len: usize, dtype: DType) -> Result<()> {
+    let gpu = parts(s)?.0;
     let block_lines = WARP_LINES * (LINES_THREADS / 32) as u64;
     let blocks = (lines as u64).div_ceil(block_lines).min(gpu.multiprocessors as u64 * LINE_BLOCKS_PER_SM);
-    gpu.launch(stream, function, Grid::new((blocks, 1), (LINES_THREADS, 1)), &Args { lines: lines as i64, ..args })
+    let grid = Grid::new((blocks, 1), (LINES_THREADS, 1));
+    let args = Args { lines: lines as i64, ..args };
+    scatter_after_scale(s, [(SPMV_SCATTER, input), (SPMV_SCATTER_AFTER_SCALE, input)], grid, &args, (len, dtype))
 }
 
 /// spmv (n = 1) and spmm, N, with the algorithm the plan chose.
@@ -338,7 +331,7 @@ pub fn spmm_t(s: &Stream, alg: SpmmT, p: &Product) -> Result<()> {
             scale_output(s, &args, (a.k, 1), a.dtype)?;
             gpu.launch(stream, gpu.kernel(SPMV_ROW_WARP_SCATTER, t, input)?, line_blocks(gpu, a.m), &args)
         }
-        SpmmT::Scatter if vector => active_lines(s, gpu.kernel(SPMV_SCATTER, t, input)?, args, a.m, a.k, a.dtype),
+        SpmmT::Scatter if vector => active_lines(s, input, args, a.m, a.k, a.dtype),
         SpmmT::Scatter => {
             scale_output(s, &args, (a.k, n), a.dtype)?;
             let grid = Grid::warps_by_columns(a.m as u64, n as u64, 32);
