@@ -100,9 +100,10 @@ __device__ __forceinline__ void walk_line(const Args& a, Work& work, int64_t beg
     }
 }
 
-// AFTER_OPENER: launched right after the scaling in its call (scale_opener), so a warp loads its
-// first candidates' inputs and extents while y is scaled and waits for it before its first walk.
-template <class Source, class Walk, class Work, bool AFTER_OPENER = false> __device__ void active_lines(const Args& a) {
+// Launched right after the scaling in its call (scale_opener), Work waits for it before its first
+// add (AddInto's AFTER_OPENER), so a warp loads its first candidates' inputs and extents and its
+// first line's first entries while y is scaled.
+template <class Source, class Walk, class Work> __device__ void active_lines(const Args& a) {
     typedef typename Work::Acc A;
     Work work;
     const int lane = lane_id();
@@ -113,7 +114,6 @@ template <class Source, class Walk, class Work, bool AFTER_OPENER = false> __dev
         A v = 0;
         const bool live = item < Source::candidates(a) && Source::live(a, item, line, v);
         if (live) begin = Walk::begin(a, line), end = Walk::end(a, line);
-        if (AFTER_OPENER) wait_for_prior_grids();  // returns at once after the first chunk's
         for (unsigned ballot = __ballot_sync(0xffffffffu, live); ballot; ballot &= ballot - 1) {
             const int src = __ffs(ballot) - 1;
             const int64_t b = __shfl_sync(0xffffffffu, begin, src), e = __shfl_sync(0xffffffffu, end, src);

@@ -351,11 +351,19 @@ template <class T> __device__ void scale(const Args& a) {
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x)
         scale_slot((T*)a.y + (a.n == 1 ? e * a.ldy : (e / a.n) * a.ldy + e % a.n), a);  // vectors skip the division
 }
-// The same, opening a spike-list scatter (the *_list_scatter_after_scale kernels below): the
-// scatter launches at once and loads while y is scaled.
+// The same, opening a scatter (the *_after_scale kernels below): the scatter launches at once
+// and loads while y is scaled. Its grid is a block an SM (src/cuda/ops.rs, OPENER_BLOCKS_PER_SM),
+// so a contiguous y to zero is written in 16-byte stores, a quarter of the stores and their
+// index arithmetic (f32).
 template <class T> __device__ void scale_opener(const Args& a) {
     let_dependents_launch();
-    scale<T>(a);
+    const bool contiguous = a.n == 1 ? a.ldy == 1 : a.ldy == a.n;
+    if (a.beta != 0.0 || !contiguous || (uintptr_t)a.y % 16 != 0) return scale<T>(a);
+    constexpr int PER_STORE = 16 / sizeof(T);
+    const int64_t total = a.m * a.n, stores = total / PER_STORE, stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t q = first; q < stores; q += stride) ((uint4*)a.y)[q] = make_uint4(0, 0, 0, 0);
+    for (int64_t e = stores * PER_STORE + first; e < total; e += stride) put((T*)a.y + e, 0.f);
 }
 
 // ---------------------------------------------------------------- event-driven spmv
@@ -1064,7 +1072,7 @@ EVS_FOR_FLOATS(GATHER_ALL)
     EVS_KERNEL(spmv_scatter_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)),                    \
                (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>>))                          \
     EVS_KERNEL_AFTER_OPENER(spmv_scatter_after_scale_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T) - 2), \
-                            (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>, true>))       \
+                            (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk, true>>))       \
     KERNEL(spmm_scatter_##TN##_##InN, (scatter_mm<T, In>))
 #define ROW_WARP_SCATTER(T, TN, In, InN) \
     KERNEL(spmv_row_warp_scatter_##TN##_##InN, (warp_per_line<In, CsrWalk, AddInto<T, CsrWalk>>))

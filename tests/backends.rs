@@ -624,6 +624,41 @@ fn scatters_apply_beta_call_after_call() {
     p.dev.0.forced.apply("spmm_n:auto,spmm_t:auto").unwrap();
 }
 
+/// The scaling kernel that opens a scatter zeroes y (beta = 0) in 16-byte stores where y is
+/// contiguous and 16-byte aligned, an element at a time otherwise: spmv T on events (`scatter`)
+/// into y placed 0, 1 and 2 elements into its array, NaN before and after it, outputs from 1 to
+/// past a multiple of the 16-byte stores, f32 and f64; each against the CPU, the NaN around y
+/// kept.
+#[test]
+fn scatter_opener_zeroes_y_and_nothing_around_it() {
+    let mut p = Pair::new();
+    if !p.on_gpu() {
+        return;
+    }
+    p.dev.0.forced.apply("spmm_t:scatter").unwrap();
+    const GUARD: usize = 4;
+    for (m, k) in [(40, 1), (200, 3), (900, 1_027), (2_000, 4_096)] {
+        let pat = random_rows(&mut p.rng, (m, k), 6, |rng| rng.below(80));
+        for t in [DType::F32, DType::F64] {
+            let (dev_a, cpu_a, _) = csr_both(&mut p, &pat, t, false);
+            for offset in [0, 1, 2] {
+                let values = p.values(k, 0);
+                let y = p.placed(t, (1, 1, k, k + GUARD), offset, &values);
+                let x = input(&mut p, InputKind::Events, DType::Bool, (1, m, 1));
+                ops::spmm(&p.dev.1, Op::T, InputKind::Events, 1.5, &dev_a, &x.dev, 0.0, &y.view.dev, true).unwrap();
+                ops::spmm(&p.cpu.1, Op::T, InputKind::Events, 1.5, &cpu_a, &x.cpu, 0.0, &y.view.cpu, true).unwrap();
+                let what = format!("scatter into {k} outputs {offset} past alignment ({})", t.name());
+                p.compare(&what, &y.view);
+                let around = read(&p.dev.1, &y._backing.dev);
+                let outside: Vec<f64> = around[..offset].iter().chain(&around[offset + k..]).copied().collect();
+                assert_eq!(outside.len(), offset + GUARD, "{what}");
+                assert!(outside.iter().all(|v| v.is_nan()), "{what}: wrote past y");
+            }
+        }
+    }
+    p.dev.0.forced.apply("spmm_t:auto").unwrap();
+}
+
 /// spmm N and T on mostly-zero floats with `nonzero_lists` forced: every dtype, homo and
 /// hetero, n across the parts' widths and past one 128-column tile, B a view with 16-byte rows
 /// or misaligned ones, rows from all-zero to all-nonzero (also all of B either). B's density
