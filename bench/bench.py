@@ -8,7 +8,8 @@ algorithm that ran (`evs_last_plan`); with --variants every algorithm of the fam
 in turn (`evs_context_set_algorithm`), one row each, the chooser's pick marked with *. The
 graph column (event-driven, dense-event, plasticity and spmm rows) is the per-call time of a
 CUDA graph of GRAPH_CALLS captured calls: GPU time without the host's launch gaps, for calls
-of at most GRAPH_MS_MAX.
+of at most GRAPH_MS_MAX. On the spmm rows the baseline is captured and replayed the same way,
+and its graph µs and the speed-up of graph µs over graph µs follow in parentheses.
 
     EVS_LIBRARY=path/to/libevsparse.so python3 bench/bench.py [--out table.md] [--quick] [--variants]
 """
@@ -121,6 +122,18 @@ def timed(fn):
     return statistics.median(times)
 
 
+def timed_baseline(evs, fn):
+    """(event ms, graph ms or None) of a baseline call: its CUDA graph of GRAPH_CALLS captured
+    calls too, so that a row compares GPU time with GPU time as well as call with call (None
+    where the baseline cannot be captured)."""
+    ms = timed(fn)
+    try:
+        return ms, graphed(evs, fn) if ms <= GRAPH_MS_MAX else None
+    except RuntimeError:  # a baseline that synchronises or allocates outside the graph's pool
+        torch.cuda.synchronize()
+        return ms, None
+
+
 GRAPH_CALLS = 100
 GRAPH_MS_MAX = 2.0  # slower variants (thread_per_row on wide B: 12 ms) would take minutes to replay
 
@@ -148,7 +161,10 @@ class Table:
         self.bandwidth, self.tflops, self.rows = bandwidth, tflops, []
 
     def add(self, workload, ours, baseline, base_ms, nbytes=None, flops=None):
-        """One row per entry of `ours` (from `measure`), each beside the same baseline."""
+        """One row per entry of `ours` (from `measure`), each beside the same baseline. base_ms
+        may be (event ms, graph ms or None) (`timed_baseline`): then the baseline and speed-up
+        cells add the graph-replayed ones, GPU time beside GPU time."""
+        base_ms, base_graph_ms = base_ms if isinstance(base_ms, tuple) else (base_ms, None)
         for plan, ours_ms, graph_ms, chosen in ours:
             if flops is not None:  # the FLOP time, or the byte time where given and longer
                 achieved = f"{flops / ours_ms / 1e9:.1f} TFLOP/s"
@@ -158,8 +174,12 @@ class Table:
                 floor_ms = nbytes / (self.bandwidth * 1e9) * 1e3
             mark = "*" if chosen and len(ours) > 1 else ""
             graph = "—" if graph_ms is None else f"{graph_ms * 1e3:.2f}"
-            row = (workload, plan + mark, f"{ours_ms * 1e3:.1f}", graph, baseline, f"{base_ms * 1e3:.1f}",
-                   f"{base_ms / ours_ms:.2f}x", achieved, f"{100 * floor_ms / ours_ms:.1f}%")
+            base, speedup = f"{base_ms * 1e3:.1f}", f"{base_ms / ours_ms:.2f}x"
+            if base_graph_ms is not None and graph_ms is not None:
+                base += f" (graph {base_graph_ms * 1e3:.1f})"
+                speedup += f" (graph {base_graph_ms / graph_ms:.2f}x)"
+            row = (workload, plan + mark, f"{ours_ms * 1e3:.1f}", graph, baseline, base, speedup, achieved,
+                   f"{100 * floor_ms / ours_ms:.1f}%")
             self.rows.append(row)
             print(" | ".join(row), flush=True)
 
@@ -214,7 +234,7 @@ def spmm_n_row(evs, tab, label, a, hb, hc, C_, ref, tol, baseline, nbytes):
     """The spmm N row of spmm_rows: C_ = A B checked against ref, beside `baseline`."""
     ours = measure(evs, "spmm_n", lambda: evsparse.spmm(a, hb, hc, op=OP_N, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
                    lambda plan: check(f"spmm N {plan}", C_, ref, tol), graph=True)
-    tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed(baseline), nbytes)
+    tab.add(f"spmm N {label}", ours, "torch CSR @ (cuSPARSE)", timed_baseline(evs, baseline), nbytes)
 
 
 def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1, ops=("N", "T")):
@@ -244,7 +264,7 @@ def spmm_rows(evs, tab, label, a, m, k, crow, col, w, n, nz=0.1, ops=("N", "T"))
     a.analyse(evs.stream)
     ours = measure(evs, "spmm_t", lambda: evsparse.spmm(a, hbt, hct, op=OP_T, events=FLOAT, alpha=1.0, beta=0.0, stream=evs.stream),
                    lambda plan: check(f"spmm T {plan}", Ct, ref, tol), graph=True)
-    tab.add(f"spmm T {label}", ours, "torch CSR of Aᵀ @", timed(lambda: Att @ Bt), nbytes)
+    tab.add(f"spmm T {label}", ours, "torch CSR of Aᵀ @", timed_baseline(evs, lambda: Att @ Bt), nbytes)
 
 
 def bench_spmm(evs, tab, quick):
