@@ -354,7 +354,8 @@ template <class T> __device__ void scale(const Args& a) {
 // The same, opening a scatter (the *_after_scale kernels below): the scatter launches at once
 // and loads while y is scaled. Its grid is a block an SM (src/cuda/ops.rs, OPENER_BLOCKS_PER_SM),
 // so a contiguous y to zero is written in 16-byte stores, a quarter of the stores and their
-// index arithmetic (f32).
+// index arithmetic (f32): spmv T on 400,000 events, whose warps reach their wait before the
+// scaling ends, 5.0 -> 4.6 graph µs (bench/NOTES.md, "Three one-trip changes").
 template <class T> __device__ void scale_opener(const Args& a) {
     let_dependents_launch();
     const bool contiguous = a.n == 1 ? a.ldy == 1 : a.ldy == a.n;
@@ -1064,10 +1065,12 @@ template <class T, class Walk> __device__ void lists_mm(const Args& a) {
 EVS_FOR_FLOATS(GATHER_ALL)
 
 // spmv_scatter_after_scale: the same right after scale_opener in its call (src/cuda/ops.rs,
-// active_lines), its warps loading their first events and extents while y is scaled. Two blocks
-// an SM fewer (40 registers): at the plain form's 8 (32 registers) and at 7 it spilled 16 bytes
-// and lost to the plain form after the opener (T events 400,000: 5.74 against 5.50 graph µs);
-// at 6, 5.5 -> 5.15 (bench/NOTES.md, "Openers a block an SM").
+// active_lines), its warps loading their first events, extents and first live row's entries
+// while y is scaled (AddInto waits at the first add). Two blocks an SM fewer (40 registers): at
+// the plain form's 8 (32 registers) and at 7 it spilled 16 bytes and lost to the plain form
+// after the opener (T events 400,000: 5.74 against 5.50 graph µs); at 6, 5.5 -> 5.15, and 5.0
+// with the entries before the wait (bench/NOTES.md, "Openers a block an SM", "Three one-trip
+// changes").
 #define SCATTER(T, TN, In, InN)                                                                       \
     EVS_KERNEL(spmv_scatter_##TN##_##InN, (LINES_THREADS, LINES_BLOCKS_PER_SM(T)),                    \
                (active_lines<InputLines<In>, CsrWalk, AddInto<T, CsrWalk>>))                          \
