@@ -615,9 +615,10 @@ __global__ void __launch_bounds__(POST_EVEN_THREADS, POST_EVEN_BLOCKS_PER_SM(flo
     __shared__ __align__(16) u8 live[POST_EVEN_COLUMNS];
     ((uint4*)live)[threadIdx.x] = live_bytes16((const u8*)a.x, a.ldx, 16 * threadIdx.x, a.k, [](u8 e) { return e != 0; });
     __syncthreads();
+    auto on = [&](int c) { return live[c] != 0; };
     int first = 0;
-    if ((uintptr_t)a.weights % 16 == 0) first = even_runs4(a, live);
-    if (TAIL) even_runs<float>(a, live, first);
+    if ((uintptr_t)a.weights % 16 == 0) first = even_runs4(a, on);
+    if (TAIL) even_runs<float>(a, on, first);
 }
 
 void mask_variants(Net& q, const std::vector<int>& indices, const std::vector<int>& indptr, const std::vector<unsigned char>& events,

@@ -122,10 +122,16 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // at 5 % and more (8,000² x 100: 3.3 / 4.2 against 3.45), so they cross near 3.5 %.
 #define POST_ROWS_SHARE_DIV 24
 
+// Bool events looked up in global memory (through L1) instead of a shared-memory copy from this
+// many batches of 128 entries a warp: 5,000² x 500 at 5-40 % live (3.1 batches a warp) 0.4-0.6
+// graph µs faster, 8,000² x 100 (1 batch a warp, every lookup a cold miss) 0.5-0.9 slower
+// (bench/NOTES.md, "Post by rows on bool events: the live bytes read through L1").
+#define POST_L1_ROUNDS 2
+
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
 // that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
 // takes the ones before where it applies).
-template <class T> __device__ void even_runs(const Args& a, const u8* live, int first = 0) {
+template <class T, class Live> __device__ void even_runs(const Args& a, Live live, int first = 0) {
     typedef typename AccOf<T>::type A;
     constexpr int R = POST_EVEN_RUNS;
     T* w = (T*)a.weights;
@@ -145,7 +151,7 @@ template <class T> __device__ void even_runs(const Args& a, const u8* live, int 
         A v[R], delta[R];
 #pragma unroll
         for (int j = 0; j < R; j++) {
-            on[j] = c[j] >= 0 && live[c[j]];
+            on[j] = c[j] >= 0 && live(c[j]);
             if (on[j]) {
                 v[j] = A(to_f(w[(run0 + j) * 32 + lane]));
                 delta[j] = A(to_f(trace[lane < run[j].y ? run[j].x : run[j].z]));
@@ -162,7 +168,7 @@ template <class T> __device__ void even_runs(const Args& a, const u8* live, int 
 // where any is live with the traces of the run's two rows, one store): about a third of the
 // instructions of the one-entry form; the clip in two NaN-passing min / max (clip_nan). Returns
 // the runs it leaves (past the last whole 128) to even_runs.
-__device__ int even_runs4(const Args& a, const u8* live) {
+template <class Live> __device__ int even_runs4(const Args& a, Live live) {
     float* w = (float*)a.weights;
     const float* trace = (const float*)a.aux;
     const float lo = (float)a.lo, hi = (float)a.hi;
@@ -173,10 +179,13 @@ __device__ int even_runs4(const Args& a, const u8* live) {
         const int4 run = a.runs[b * 4 + lane / 8];
         // the traces named here, before the test, keep the record's load beside the indices'
         const float t0 = trace[run.x], t1 = trace[run.z];
-        const int cs[4] = {c.x, c.y, c.z, c.w};
+        // run.w is 0 (src/core/csr.rs, post_run_records): added, it makes the lookups wait for
+        // the record, so that ptxas issues the record's load beside the columns', not after the
+        // lookups (a trip later where they read global memory)
+        const int cs[4] = {c.x + run.w, c.y + run.w, c.z + run.w, c.w + run.w};
         unsigned on = 0;
 #pragma unroll
-        for (int j = 0; j < 4; j++) on |= (live[cs[j]] != 0) << j;
+        for (int j = 0; j < 4; j++) on |= live(cs[j]) << j;
         if (!on) continue;
         float4* at = (float4*)(w + b * 128 + 4 * lane);
         const float4 v = *at;
@@ -208,17 +217,29 @@ template <class In> __device__ bool rows_pay(const Args& a) {
     return __reduce_add_sync(0xffffffffu, live) * POST_ROWS_SHARE_DIV >= __reduce_add_sync(0xffffffffu, seen);
 }
 
-template <class T, class In> __device__ void csr_post_even(const Args& a) {
-    typedef typename AccOf<T>::type A;
-    if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, /*ACROSS=*/true>(a);  // grid-uniform
-    __shared__ __align__(16) u8 live[POST_EVEN_COLUMNS];
-    auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
-    ((uint4*)live)[threadIdx.x] = live_bytes16((const In*)a.x, a.ldx, 16 * threadIdx.x, a.k, on);
-    __syncthreads();
+// The rows walk with live(c) telling whether column c is live.
+template <class T, class Live> __device__ void post_rows(const Args& a, Live live) {
     int first = 0;
     if constexpr (std::is_same<T, float>::value)
         if ((uintptr_t)a.weights % 16 == 0) first = even_runs4(a, live);
     even_runs<T>(a, live, first);
+}
+
+template <class T, class In> __device__ void csr_post_even(const Args& a) {
+    typedef typename AccOf<T>::type A;
+    if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, /*ACROSS=*/true>(a);  // grid-uniform
+    // contiguous bool events are looked up where they lie, through L1, where the warps walk
+    // POST_L1_ROUNDS batches of 128 entries or more: a warp's first lookups miss L1 (32 scattered
+    // sectors an instruction), its later ones hit, and the blocks' copies (5 KB a block at 5,000
+    // columns: 2 MB of L2 reads at once and a barrier) cost more than those misses
+    if constexpr (std::is_same<In, u8>::value)
+        if (a.ldx == 1 && a.nnz >= POST_L1_ROUNDS * 128 * warps_in_grid())
+            return post_rows<T>(a, [&](int c) { return __ldg((const u8*)a.x + c) != 0; });
+    __shared__ __align__(16) u8 live[POST_EVEN_COLUMNS];
+    auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
+    ((uint4*)live)[threadIdx.x] = live_bytes16((const In*)a.x, a.ldx, 16 * threadIdx.x, a.k, on);
+    __syncthreads();
+    post_rows<T>(a, [&](int c) { return live[c] != 0; });
 }
 
 // CSR pre (CsrWalk) or post (CscWalk): a spike list a warp per listed line, an event vector by

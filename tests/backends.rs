@@ -1255,6 +1255,24 @@ fn csr_post_even_matches_cpu() {
     }
 }
 
+/// Post by rows on enough entries that every warp of the resident grid walks two batches of 128
+/// or more (about 2.2 M entries; 1.6 M suffice on 132 SMs): there bool events are looked up
+/// where they lie, through L1, not in a block's copy (kernels/plasticity.cu, `POST_L1_ROUNDS`);
+/// f32 (4 entries a lane) and f64 (one), 7 and 40 % live.
+#[test]
+fn csr_post_even_on_many_entries_matches_cpu() {
+    let mut p = Pair::new();
+    let pat = random_rows(&mut p.rng, (4_400, 5_000), 6, |rng| if rng.below(9) == 0 { 0 } else { 560 });
+    for t in [DType::F32, DType::F64] {
+        for share in [7, 40] {
+            let sv: Vec<f64> = (0..pat.k).map(|_| (p.rng.below(100) < share) as u8 as f64).collect();
+            let spikes = SpikesBoth::Events(p.both(DType::Bool, (1, pat.k, 1), &sv));
+            let what = format!("bool, {share} % live, {} entries", pat.indices.len());
+            csr_plasticity_case(&mut p, t, true, &pat, spikes, &what);
+        }
+    }
+}
+
 /// Event vectors walked by line parts (kernels/plasticity.cu, `line_parts`: up to 8,192 lines,
 /// 32 candidate lines a warp task, a part of each live one): skewed lines (a few of 2,000-3,000
 /// entries among empty and short ones, so that a task holds many batches and most lanes none),
