@@ -67,7 +67,8 @@ FLOOR_MIN = 1e-4  # the chart's left edge
 
 
 def number(text):
-    return float(re.sub(r"[^0-9.]", "", text))
+    """The cell's first number: "164.7 (graph 130.8)" is 164.7, as the cells of the spmm rows read."""
+    return float(re.findall(r"[0-9.]+", text.replace(",", ""))[0])
 
 
 def shares(row):
