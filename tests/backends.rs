@@ -1507,7 +1507,10 @@ fn compaction_and_csc_match_cpu() {
     let mut p = Pair::new();
     p.each_algorithm::<plan::Compact>(|p| {
         for e in EVENTS {
-            for n in [0, 1, 31, 1024, 1025, 2000 + p.rng.below(2000), 4096, 4097, 8192, 8193, 9000 + p.rng.below(3000), 12_288, 12_289, 20_000 + p.rng.below(10_000), 300_000 + p.rng.below(9000)] {
+            // lengths between the listing's steps, drawn in the order they run
+            let d = [2000 + p.rng.below(2000), 9000 + p.rng.below(3000), 20_000 + p.rng.below(10_000)];
+            let huge = 300_000 + p.rng.below(9000);
+            for n in [0, 1, 31, 1024, 1025, d[0], 4096, 4097, 8192, 8193, d[1], 12_288, 12_289, d[2], huge] {
                 let sv = p.events(e, n);
                 let spikes = p.both(e, (1, n, 1), &sv);
                 let indices = p.both(DType::I32, (1, n.max(1), 1), &vec![-7.0; n.max(1)]);
