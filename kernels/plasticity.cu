@@ -124,8 +124,10 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 
 // Bool events looked up in global memory (through L1) instead of a shared-memory copy from this
 // many batches of 128 entries a warp: 5,000² x 500 at 5-40 % live (3.1 batches a warp) 0.4-0.6
-// graph µs faster, 8,000² x 100 (1 batch a warp, every lookup a cold miss) 0.5-0.9 slower
-// (bench/NOTES.md, "Post by rows on bool events: the live bytes read through L1").
+// graph µs faster, 8,000² x 100 (1 batch a warp) 0.5-0.9 slower. A later sweep found the column
+// count, not the batches, decides (L1 faster up to ~6,500 columns at any batch count, slower at
+// 8,000): this rule is right where it takes L1 and too cautious below it (bench/NOTES.md, "Post
+// by rows on bool events: the live bytes read through L1", "The variable is k").
 #define POST_L1_ROUNDS 2
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
@@ -229,9 +231,8 @@ template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
     if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, /*ACROSS=*/true>(a);  // grid-uniform
     // contiguous bool events are looked up where they lie, through L1, where the warps walk
-    // POST_L1_ROUNDS batches of 128 entries or more: a warp's first lookups miss L1 (32 scattered
-    // sectors an instruction), its later ones hit, and the blocks' copies (5 KB a block at 5,000
-    // columns: 2 MB of L2 reads at once and a barrier) cost more than those misses
+    // POST_L1_ROUNDS batches of 128 entries or more: there the blocks' copies (5 KB a block at
+    // 5,000 columns: 2 MB of L2 reads at once and a barrier) cost more than the lookups' misses
     if constexpr (std::is_same<In, u8>::value)
         if (a.ldx == 1 && a.nnz >= POST_L1_ROUNDS * 128 * warps_in_grid())
             return post_rows<T>(a, [&](int c) { return __ldg((const u8*)a.x + c) != 0; });
