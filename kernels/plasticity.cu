@@ -122,13 +122,12 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // at 5 % and more (8,000² x 100: 3.3 / 4.2 against 3.45), so they cross near 3.5 %.
 #define POST_ROWS_SHARE_DIV 24
 
-// Bool events looked up in global memory (through L1) instead of a shared-memory copy from this
-// many batches of 128 entries a warp: 5,000² x 500 at 5-40 % live (3.1 batches a warp) 0.4-0.6
-// graph µs faster, 8,000² x 100 (1 batch a warp) 0.5-0.9 slower. A later sweep found the column
-// count, not the batches, decides (L1 faster up to ~6,500 columns at any batch count, slower at
-// 8,000): this rule is right where it takes L1 and too cautious below it (bench/NOTES.md, "Post
-// by rows on bool events: the live bytes read through L1", "The variable is k").
-#define POST_L1_ROUNDS 2
+// Bool events looked up in global memory (through L1) instead of a shared-memory copy up to this
+// many columns: each SM's first lookups miss over the whole vector (k / 32 sectors), the blocks'
+// copies read it whole too. At 10 % live, graph µs: 3,000 columns -0.75, 5,000 -0.45 to -0.55
+// (x 500 a row: 5.6 -> 5.2), 6,500 even, 8,000 +0.6 to +0.7 (bench/NOTES.md, "Post by rows on
+// bool events: the live bytes read through L1", "The variable is k").
+#define POST_L1_COLUMNS 6000
 
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
 // that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
@@ -230,11 +229,11 @@ template <class T, class Live> __device__ void post_rows(const Args& a, Live liv
 template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
     if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, /*ACROSS=*/true>(a);  // grid-uniform
-    // contiguous bool events are looked up where they lie, through L1, where the warps walk
-    // POST_L1_ROUNDS batches of 128 entries or more: there the blocks' copies (5 KB a block at
-    // 5,000 columns: 2 MB of L2 reads at once and a barrier) cost more than the lookups' misses
+    // contiguous bool events are looked up where they lie, through L1, up to POST_L1_COLUMNS:
+    // there the blocks' copies (5 KB a block at 5,000 columns: 2 MB of L2 reads at once and a
+    // barrier) cost more than the lookups' first misses
     if constexpr (std::is_same<In, u8>::value)
-        if (a.ldx == 1 && a.nnz >= POST_L1_ROUNDS * 128 * warps_in_grid())
+        if (a.ldx == 1 && a.k <= POST_L1_COLUMNS)
             return post_rows<T>(a, [&](int c) { return __ldg((const u8*)a.x + c) != 0; });
     __shared__ __align__(16) u8 live[POST_EVEN_COLUMNS];
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };

@@ -1255,9 +1255,9 @@ fn csr_post_even_matches_cpu() {
     }
 }
 
-/// Post by rows on enough entries that every warp of the resident grid walks two batches of 128
-/// or more (about 2.2 M entries; 1.6 M suffice on 132 SMs): there bool events are looked up
-/// where they lie, through L1, not in a block's copy (kernels/plasticity.cu, `POST_L1_ROUNDS`);
+/// Post by rows on many entries (2.2 M: several batches of 128 for every warp of the resident
+/// grid), bool events looked up where they lie, through L1 (up to `POST_L1_COLUMNS` columns,
+/// kernels/plasticity.cu; `csr_post_even_matches_cpu` runs both lookups on smaller matrices);
 /// f32 (4 entries a lane) and f64 (one), 7 and 40 % live.
 #[test]
 fn csr_post_even_on_many_entries_matches_cpu() {
