@@ -348,16 +348,43 @@ template <class In> __device__ __forceinline__ bool vector16(const In* x, int64_
     return ldx == 1 && e0 + 16 <= limit && (uintptr_t)(x + e0) % 16 == 0;
 }
 
+// Bit j set where byte j of q is non-zero.
+__device__ __forceinline__ unsigned nonzero_bytes(uint4 q) {
+    const unsigned words[4] = {q.x, q.y, q.z, q.w};
+    unsigned bits = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)  // bit 0 of each non-zero byte; the product gathers them into bits 24-27
+        bits |= (((__vcmpne4(words[k], 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu) << (4 * k);
+    return bits;
+}
+
+// The n < 16 bytes at x (16-byte aligned), zeros after them, none read past x + n: one aligned
+// load for each power of two in n, all issued at once. Byte by byte, ptxas issued the loads a
+// few at a time, each wave after the last one's tests, and the block-wide mask copy of post by
+// rows waited for its one thread: 0.5 graph µs at 5,000 columns (bench/NOTES.md, "The tail of
+// an event vector").
+__device__ __forceinline__ uint4 head_bytes(const u8* x, int n) {
+    const int at = n & 8;  // where the part under 8 bytes starts
+    unsigned long long whole = 0, part = 0;
+    if (n & 8) whole = *(const unsigned long long*)x;
+    if (n & 4) part = *(const unsigned*)(x + at);
+    if (n & 2) part |= (unsigned long long)*(const unsigned short*)(x + at + (n & 4)) << 8 * (n & 4);
+    if (n & 1) part |= (unsigned long long)x[at + (n & 6)] << 8 * (n & 6);
+    const unsigned long long lo = at ? whole : part, hi = at ? part : 0;
+    return make_uint4((unsigned)lo, (unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32));
+}
+
+// Whether events from e0 on are contiguous and start 16-byte aligned.
+template <class In> __device__ __forceinline__ bool aligned16(const In* x, int64_t ldx, int64_t e0) {
+    return ldx == 1 && (uintptr_t)(x + e0) % 16 == 0;
+}
+
 // The live bits of the 16 events at x (16-byte aligned), in 16-byte loads.
 template <class In, class Live> __device__ __forceinline__ unsigned bits16_vector(const In* x, Live live) {
     constexpr int PER_LOAD = 16 / sizeof(In);
     unsigned bits = 0;
     if constexpr (std::is_same<In, u8>::value) {
-        const uint4 q = *(const uint4*)x;
-        const unsigned words[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int k = 0; k < 4; k++)  // bit 0 of each non-zero byte; the product gathers them into bits 24-27
-            bits |= (((__vcmpne4(words[k], 0) & 0x01010101u) * 0x01020408u) >> 24 & 0xfu) << (4 * k);
+        bits = nonzero_bytes(*(const uint4*)x);
     } else {
         Run<In, PER_LOAD> v[16 / PER_LOAD];
 #pragma unroll
@@ -377,6 +404,8 @@ template <class In, class Live>
 __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, Live live) {
     if (e0 >= limit) return 0;
     if (vector16(x, ldx, e0, limit)) return bits16_vector(x + e0, live);
+    if constexpr (std::is_same<In, u8>::value)  // the short stretch at the end of an aligned vector
+        if (aligned16(x, ldx, e0)) return nonzero_bytes(head_bytes(x + e0, (int)(limit - e0)));
     unsigned bits = 0;
 #pragma unroll
     for (int j = 0; j < 16; j++) bits |= (unsigned)(e0 + j < limit && live(x[(e0 + j) * ldx])) << j;
@@ -387,8 +416,10 @@ __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, 
 // bool events that lie aligned as they are, other inputs' bits spread one to a byte.
 template <class In, class Live>
 __device__ uint4 live_bytes16(const In* x, int64_t ldx, int64_t e0, int64_t limit, Live live) {
-    if constexpr (std::is_same<In, u8>::value)
+    if constexpr (std::is_same<In, u8>::value) {
         if (vector16(x, ldx, e0, limit)) return *(const uint4*)(x + e0);
+        if (e0 < limit && aligned16(x, ldx, e0)) return head_bytes(x + e0, (int)(limit - e0));
+    }
     const unsigned bits = bits16(x, ldx, e0, limit, live);
     auto spread = [](unsigned nibble) { return (nibble & 0xfu) * 0x00204081u & 0x01010101u; };  // bit i to byte i
     return make_uint4(spread(bits), spread(bits >> 4), spread(bits >> 8), spread(bits >> 12));

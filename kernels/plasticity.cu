@@ -122,13 +122,6 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // at 5 % and more (8,000² x 100: 3.3 / 4.2 against 3.45), so they cross near 3.5 %.
 #define POST_ROWS_SHARE_DIV 24
 
-// Bool events looked up in global memory (through L1) instead of a shared-memory copy up to this
-// many columns: each SM's first lookups miss over the whole vector (k / 32 sectors), the blocks'
-// copies read it whole too. At 10 % live, graph µs: 3,000 columns -0.75, 5,000 -0.45 to -0.55
-// (x 500 a row: 5.6 -> 5.2), 6,500 even, 8,000 +0.6 to +0.7 (bench/NOTES.md, "Post by rows on
-// bool events: the live bytes read through L1", "The variable is k").
-#define POST_L1_COLUMNS 6000
-
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
 // that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
 // takes the ones before where it applies).
@@ -182,7 +175,9 @@ template <class Live> __device__ int even_runs4(const Args& a, Live live) {
         const float t0 = trace[run.x], t1 = trace[run.z];
         // run.w is 0 (src/core/csr.rs, post_run_records): added, it makes the lookups wait for
         // the record, so that ptxas issues the record's load beside the columns', not after the
-        // lookups (a trip later where they read global memory)
+        // lookups (a trip later when they read the events through L1, bench/NOTES.md "Post by
+        // rows on bool events: the live bytes read through L1"; kept with the shared-memory
+        // lookups, as measured)
         const int cs[4] = {c.x + run.w, c.y + run.w, c.z + run.w, c.w + run.w};
         unsigned on = 0;
 #pragma unroll
@@ -197,6 +192,17 @@ template <class Live> __device__ int even_runs4(const Args& a, Live live) {
         *at = make_float4(vs[0], vs[1], vs[2], vs[3]);  // the silent ones unchanged: only this lane owns them
     }
     return blocks * 4;
+}
+
+// Contiguous, aligned bool events into a block's mask as they lie (no byte past k is written or
+// read): thread t the 16 at 16t where they are whole, the last, short stretch the first thread
+// of the next warp where the block has one, so that no warp's lanes diverge on it (the short
+// stretch's loads then waited for its warp's 16-byte ones, a trip: 0.25 graph µs at 5,000
+// columns, bench/NOTES.md "The tail of an event vector").
+__device__ void copy_bool_events(const u8* x, int k, u8* live) {
+    const int whole = k / 16, tail = min((whole + 31) / 32 * 32, POST_EVEN_THREADS - 1), t = threadIdx.x;
+    if (t < whole) ((uint4*)live)[t] = *(const uint4*)(x + 16 * t);
+    else if (t == tail && k % 16) ((uint4*)live)[whole] = head_bytes(x + 16 * whole, k % 16);
 }
 
 // Whether to walk the rows: every warp counts the same sample of the event vector (16 events a
@@ -229,15 +235,12 @@ template <class T, class Live> __device__ void post_rows(const Args& a, Live liv
 template <class T, class In> __device__ void csr_post_even(const Args& a) {
     typedef typename AccOf<T>::type A;
     if (!rows_pay<In>(a)) return line_parts<T, In, CscWalk, /*ACROSS=*/true>(a);  // grid-uniform
-    // contiguous bool events are looked up where they lie, through L1, up to POST_L1_COLUMNS:
-    // there the blocks' copies (5 KB a block at 5,000 columns: 2 MB of L2 reads at once and a
-    // barrier) cost more than the lookups' first misses
-    if constexpr (std::is_same<In, u8>::value)
-        if (a.ldx == 1 && a.k <= POST_L1_COLUMNS)
-            return post_rows<T>(a, [&](int c) { return __ldg((const u8*)a.x + c) != 0; });
     __shared__ __align__(16) u8 live[POST_EVEN_COLUMNS];
     auto on = [&](In v) { return value<A>(v, a.events) != A(0); };
-    ((uint4*)live)[threadIdx.x] = live_bytes16((const In*)a.x, a.ldx, 16 * threadIdx.x, a.k, on);
+    if (std::is_same<In, u8>::value && aligned16((const u8*)a.x, a.ldx, 0))
+        copy_bool_events((const u8*)a.x, (int)a.k, live);
+    else
+        ((uint4*)live)[threadIdx.x] = live_bytes16((const In*)a.x, a.ldx, 16 * threadIdx.x, a.k, on);
     __syncthreads();
     post_rows<T>(a, [&](int c) { return live[c] != 0; });
 }

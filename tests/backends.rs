@@ -1232,15 +1232,22 @@ fn csr_plasticity_matches_cpu() {
 /// row under 32 entries: plan::post_runs_kept), which the GPU walks in one launch, every entry in
 /// even shares where many columns are live and the live columns through the CSC mirror
 /// otherwise (kernels/plasticity.cu, `csr_post_even`): rows of 32 to 2,048 entries with empty
-/// ones and repeated columns, 1 / 7 / 40 % live, every event dtype; and matrices just outside
-/// (a row of 31 entries, 8,193 columns), which take line parts or the listing.
+/// ones and repeated columns, 1 / 7 / 40 % live, every event dtype, bool vectors ending in short
+/// stretches of 8, 12 and 15 events (the mask's copy reads them in aligned pieces); and matrices
+/// just outside (a row of 31 entries, 8,193 columns), which take line parts or the listing.
 #[test]
 fn csr_post_even_matches_cpu() {
     let mut p = Pair::new();
     for t in FLOATS {
-        for (m, k, per_row) in
-            [(3000, 5000, 40), (40, 8192, 2048), (300, 700, 500), (200, 8192, 32), (500, 3000, 31), (100, 8193, 40)]
-        {
+        for (m, k, per_row) in [
+            (3000, 5000, 40),
+            (40, 8192, 2048),
+            (300, 700, 500),
+            (200, 8192, 32),
+            (60, 7007, 64),
+            (500, 3000, 31),
+            (100, 8193, 40),
+        ] {
             let pat = random_rows(&mut p.rng, (m, k), 6, |rng| if rng.below(9) == 0 { 0 } else { per_row });
             for share in [1, 7, 40] {
                 let sv: Vec<f64> = (0..k).map(|_| (p.rng.below(100) < share) as u8 as f64).collect();
@@ -1256,9 +1263,9 @@ fn csr_post_even_matches_cpu() {
 }
 
 /// Post by rows on many entries (2.2 M: several batches of 128 for every warp of the resident
-/// grid), bool events looked up where they lie, through L1 (up to `POST_L1_COLUMNS` columns,
-/// kernels/plasticity.cu; `csr_post_even_matches_cpu` runs both lookups on smaller matrices);
-/// f32 (4 entries a lane) and f64 (one), 7 and 40 % live.
+/// grid), 5,000 bool events (a short last stretch of 8 in each block's mask copy,
+/// `copy_bool_events` in kernels/plasticity.cu); f32 (4 entries a lane) and f64 (one), 7 and
+/// 40 % live.
 #[test]
 fn csr_post_even_on_many_entries_matches_cpu() {
     let mut p = Pair::new();
