@@ -129,9 +129,10 @@ struct Args {
     int64_t n_chunks;
     const unsigned* slice_offsets;  // per row, where its entries of each output slice begin (below)
     int64_t slice_width;    // outputs of a slice where it is not SLICE_OUTPUTS (N's column slices)
-    const int4* runs;       // per run of 32 CSR entries: its first entry's row, the lane where the
-                            // next non-empty row starts (32: none), that row (csr_post_even)
-    const unsigned short* cols16;  // the column indices as uint16 (csr_post_even: k <= 8,192)
+    const int2* runs;       // per run of 32 CSR entries: its first entry's row, the next
+                            // non-empty row (csr_post_even)
+    const unsigned short* cols16;  // the column indices as uint16, the top bit set where the entry
+                                   // lies in its run's next row (csr_post_even: k <= 8,192)
     const void* x;          // input (vector = one column)
     int64_t ldx;
     void* y;                // output

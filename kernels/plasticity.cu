@@ -122,6 +122,10 @@ template <class T, class In, class Walk, bool ACROSS = false> __device__ void li
 // at 5 % and more (8,000² x 100: 3.3 / 4.2 against 3.45), so they cross near 3.5 %.
 #define POST_ROWS_SHARE_DIV 24
 
+// cols16's top bit: the entry lies in its run's next row (run.y), else in its first (run.x);
+// src/core/csr.rs POST_NEXT_ROW. The columns below it take 13 bits (POST_EVEN_COLUMNS).
+#define POST_NEXT_ROW 0x8000
+
 // Positions are ints: the host runs it on up to 2^31 - 257 entries (plan::post_runs_kept), so
 // that a warp's last batch of runs, past nnz, stays in range. Runs from `first` on (even_runs4
 // takes the ones before where it applies).
@@ -134,21 +138,21 @@ template <class T, class Live> __device__ void even_runs(const Args& a, Live liv
     const int lane = lane_id(), nnz = (int)a.nnz, runs = (nnz + 31) / 32, warps = (int)warps_in_grid();
     for (int run0 = first + (int)warp_id() * R; run0 < runs; run0 += warps * R) {
         int c[R];
-        int4 run[R];
+        int2 run[R];
 #pragma unroll
         for (int j = 0; j < R; j++) {
             const int p = (run0 + j) * 32 + lane;
-            c[j] = p < nnz ? a.indices[p] : -1;
-            run[j] = run0 + j < runs ? a.runs[run0 + j] : make_int4(0, 32, 0, 0);
+            c[j] = p < nnz ? a.cols16[p] : -1;
+            run[j] = run0 + j < runs ? a.runs[run0 + j] : make_int2(0, 0);
         }
         bool on[R];
         A v[R], delta[R];
 #pragma unroll
         for (int j = 0; j < R; j++) {
-            on[j] = c[j] >= 0 && live(c[j]);
+            on[j] = c[j] >= 0 && live(c[j] & ~POST_NEXT_ROW);
             if (on[j]) {
                 v[j] = A(to_f(w[(run0 + j) * 32 + lane]));
-                delta[j] = A(to_f(trace[lane < run[j].y ? run[j].x : run[j].z]));
+                delta[j] = A(to_f(trace[c[j] & POST_NEXT_ROW ? run[j].y : run[j].x]));
             }
         }
 #pragma unroll
@@ -167,28 +171,22 @@ template <class Live> __device__ int even_runs4(const Args& a, Live live) {
     const float* trace = (const float*)a.aux;
     const float lo = (float)a.lo, hi = (float)a.hi;
     const int lane = lane_id(), blocks = (int)(a.nnz / 128), warps = (int)warps_in_grid();
-    const int pos = 4 * (lane % 8);  // the lane's first entry within its run of 32
     for (int b = (int)warp_id(); b < blocks; b += warps) {
         const ushort4 c = *(const ushort4*)(a.cols16 + b * 128 + 4 * lane);  // 8 bytes, not 16: fewer L2 bytes
-        const int4 run = a.runs[b * 4 + lane / 8];
+        const int2 run = a.runs[b * 4 + lane / 8];
         // the traces named here, before the test, keep the record's load beside the indices'
-        const float t0 = trace[run.x], t1 = trace[run.z];
-        // run.w is 0 (src/core/csr.rs, post_run_records): added, it makes the lookups wait for
-        // the record, so that ptxas issues the record's load beside the columns', not after the
-        // lookups (a trip later when they read the events through L1, bench/NOTES.md "Post by
-        // rows on bool events: the live bytes read through L1"; kept with the shared-memory
-        // lookups, as measured)
-        const int cs[4] = {c.x + run.w, c.y + run.w, c.z + run.w, c.w + run.w};
+        const float t0 = trace[run.x], t1 = trace[run.y];
+        const int cs[4] = {c.x, c.y, c.z, c.w};
         unsigned on = 0;
 #pragma unroll
-        for (int j = 0; j < 4; j++) on |= live(cs[j]) << j;
+        for (int j = 0; j < 4; j++) on |= live(cs[j] & ~POST_NEXT_ROW) << j;
         if (!on) continue;
         float4* at = (float4*)(w + b * 128 + 4 * lane);
         const float4 v = *at;
         float vs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            if (on >> j & 1) vs[j] = clip_nan(vs[j] + (pos + j < run.y ? t0 : t1), lo, hi);
+            if (on >> j & 1) vs[j] = clip_nan(vs[j] + (cs[j] & POST_NEXT_ROW ? t1 : t0), lo, hi);
         *at = make_float4(vs[0], vs[1], vs[2], vs[3]);  // the silent ones unchanged: only this lane owns them
     }
     return blocks * 4;

@@ -164,8 +164,8 @@ pub struct DeviceAnalysis {
     csc_weights: Option<DeviceCscWeights>,
 }
 
-/// Post plasticity by rows (`csr_post_even`): the run records (`post_run_records`) and the
-/// column indices as uint16 (the columns are at most `POST_EVEN_COLUMNS`): the walk's time
+/// Post plasticity by rows (`csr_post_even`): the run records and the column indices as uint16
+/// (`post_runs_of`; the columns are at most `POST_EVEN_COLUMNS`): the walk's time
 /// follows its L2 traffic, of which the 4-byte indices were 10 of 26 MB at 5,000² x 500 (16-bit
 /// ones: post 10 % 6.65 -> 6.45 graph µs, bench/NOTES.md, "Post by rows: 16-bit columns").
 pub struct PostRuns {
@@ -224,15 +224,16 @@ fn row_slice_offsets(view: &CsrView<'_, i64>) -> Vec<u32> {
     slice_offsets(view.m, |i| &view.indices[view.row(i)], slices(view.k), SLICE_OUTPUTS)
 }
 
-/// A record per run of `POST_RUN_ENTRIES` entries (int32 x 4): the row of its first entry, the
-/// lane where the next non-empty row starts (`POST_RUN_ENTRIES`: none), that row, 0. A run meets
-/// at most one row start where no non-empty row is shorter than a run (`plan::post_runs_kept`),
-/// so each lane's row is one of the two (kernels/plasticity.cu, `even_runs`).
-fn post_run_records(view: &CsrView<'_, i64>) -> Vec<[i32; 4]> {
+/// What post plasticity by rows reads: a record per run of `POST_RUN_ENTRIES` entries (int32 x
+/// 2: the row of its first entry, the next non-empty row), and each entry's column as uint16 with
+/// `POST_NEXT_ROW` set where the entry lies in that next row. A run meets at most one row start
+/// where no non-empty row is shorter than a run (`plan::post_runs_kept`), so each entry's row is
+/// one of the two (kernels/plasticity.cu, `even_runs`).
+fn post_runs_of(view: &CsrView<'_, i64>) -> (Vec<[i32; 2]>, Vec<u16>) {
     let starts = |i: usize| view.indptr[i] as usize;
     let next_nonempty = |row: usize| (row + 1..view.m).find(|&i| starts(i + 1) > starts(i));
     let (mut row, mut next) = (0, None);
-    (0..view.indices.len().div_ceil(POST_RUN_ENTRIES))
+    let (records, splits): (Vec<[i32; 2]>, Vec<usize>) = (0..view.indices.len().div_ceil(POST_RUN_ENTRIES))
         .map(|r| {
             let first = r * POST_RUN_ENTRIES;
             if r == 0 || starts(row + 1) <= first {
@@ -242,10 +243,18 @@ fn post_run_records(view: &CsrView<'_, i64>) -> Vec<[i32; 4]> {
                 next = next_nonempty(row);
             }
             let split = next.map_or(POST_RUN_ENTRIES, |i| (starts(i) - first).min(POST_RUN_ENTRIES));
-            [row as i32, split as i32, next.unwrap_or(row) as i32, 0]
+            ([row as i32, next.unwrap_or(row) as i32], split)
         })
-        .collect()
+        .unzip();
+    let columns = view.indices.par_iter().enumerate().map(|(p, &c)| {
+        let in_next = p % POST_RUN_ENTRIES >= splits[p / POST_RUN_ENTRIES];
+        c as u16 | if in_next { POST_NEXT_ROW } else { 0 }
+    });
+    (records, columns.collect())
 }
+/// The flag of a post-by-rows column that lies in its run's next row (kernels/plasticity.cu
+/// POST_NEXT_ROW); the columns take 13 bits (`POST_EVEN_COLUMNS`).
+const POST_NEXT_ROW: u16 = 0x8000;
 
 /// The bytes of a slice of plain numbers.
 pub(crate) fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
@@ -528,9 +537,9 @@ impl Csr {
                 None => None,
             },
             post_runs: if post_runs_kept(stats) {
-                let columns: Vec<u16> = view.indices.par_iter().map(|&c| c as u16).collect();
+                let (records, columns) = post_runs_of(view);
                 Some(PostRuns {
-                    records: upload("csr analysis", as_bytes(&post_run_records(view)))?,
+                    records: upload("csr analysis", as_bytes(&records))?,
                     columns: upload("csr analysis", as_bytes(&columns))?,
                 })
             } else {
@@ -727,7 +736,7 @@ mod tests {
     }
 
     #[test]
-    fn post_run_records_give_each_entrys_row() {
+    fn post_runs_give_each_entrys_row() {
         // rows of 40, 0, 0, 33, 64, 0 and 40 entries: runs meeting a start past empty rows, a run
         // starting a row, the last run partial
         let lengths = [40usize, 0, 0, 33, 64, 0, 40];
@@ -735,14 +744,15 @@ mod tests {
         for &n in &lengths {
             indptr.push(indptr[indptr.len() - 1] + n as i64);
         }
-        let indices = vec![0i32; *indptr.last().unwrap() as usize];
-        let view = CsrView { m: lengths.len(), k: 1, indptr: &indptr, indices: &indices };
-        let records = post_run_records(&view);
+        let indices: Vec<i32> = (0..*indptr.last().unwrap() as i32).map(|p| p % 8191).collect();
+        let view = CsrView { m: lengths.len(), k: 8191, indptr: &indptr, indices: &indices };
+        let (records, columns) = post_runs_of(&view);
         assert_eq!(records.len(), indices.len().div_ceil(POST_RUN_ENTRIES));
         for p in 0..indices.len() {
-            let [row, split, next, _] = records[p / POST_RUN_ENTRIES];
-            let lane_row = if ((p % POST_RUN_ENTRIES) as i32) < split { row } else { next };
+            let [row, next] = records[p / POST_RUN_ENTRIES];
+            let lane_row = if columns[p] & POST_NEXT_ROW != 0 { next } else { row };
             assert!(view.row(lane_row as usize).contains(&p), "entry {p}: row {lane_row}");
+            assert_eq!((columns[p] & !POST_NEXT_ROW) as i32, indices[p], "entry {p}'s column");
         }
     }
 }

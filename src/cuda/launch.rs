@@ -27,10 +27,11 @@ pub struct Args {
     pub slice_offsets: u64,
     /// Outputs of a slice where it is not `SLICE_OUTPUTS` (spmv N's column slices).
     pub slice_width: i64,
-    /// Per run of 32 CSR entries: its row, the lane where the next non-empty row starts, that row
+    /// Per run of 32 CSR entries: its row and the next non-empty row
     /// (`DeviceAnalysis::post_runs`), or 0.
     pub runs: u64,
-    /// The column indices as uint16 (`PostRuns::columns`), or 0.
+    /// The column indices as uint16, the top bit marking an entry of its run's next row
+    /// (`PostRuns::columns`), or 0.
     pub cols16: u64,
     pub x: u64,
     pub ldx: i64,
