@@ -417,10 +417,8 @@ __device__ unsigned bits16(const In* x, int64_t ldx, int64_t e0, int64_t limit, 
 // bool events that lie aligned as they are, other inputs' bits spread one to a byte.
 template <class In, class Live>
 __device__ uint4 live_bytes16(const In* x, int64_t ldx, int64_t e0, int64_t limit, Live live) {
-    if constexpr (std::is_same<In, u8>::value) {
+    if constexpr (std::is_same<In, u8>::value)
         if (vector16(x, ldx, e0, limit)) return *(const uint4*)(x + e0);
-        if (e0 < limit && aligned16(x, ldx, e0)) return head_bytes(x + e0, (int)(limit - e0));
-    }
     const unsigned bits = bits16(x, ldx, e0, limit, live);
     auto spread = [](unsigned nibble) { return (nibble & 0xfu) * 0x00204081u & 0x01010101u; };  // bit i to byte i
     return make_uint4(spread(bits), spread(bits >> 4), spread(bits >> 8), spread(bits >> 12));
