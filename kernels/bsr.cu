@@ -159,7 +159,11 @@ struct QueuedTile {
     int block_row, col, first, blocks;  // first: the row's first stored block; blocks < 0: no more tiles
 };
 
-template <class T, class TC, int TILE_ROWS, int KS, bool PAIRS, bool COUNTER = false>
+// BM (blocks of 32 rows): C^T = B^T A^T, so that no MMA row is wasted: each of a consumer's boxes
+// of B is an M-major A operand, and the block's BM rows are the N of an m64nBMk16 (an m64 over a
+// 32-row block multiplies 32 rows of stale shared memory; half the wgmmas took b32 10 % from 209
+// to 237 TFLOP/s at the board's power limit: bench/NOTES.md, "b32's wasted MMA rows").
+template <class T, class TC, int TILE_ROWS, int KS, bool PAIRS, bool COUNTER = false, int BM = 0>
 __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using namespace hopper;
@@ -301,7 +305,7 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     const bool pairs = pairs_aligned<TC>(a.y, a.ldy);
     // 16-bit C without beta: a tile's C waits in registers and is stored in the shadow of the
     // next tile's wgmmas (HeldTile), so stores and MMAs overlap; else it is stored after the tile.
-    constexpr bool HOLDS = sizeof(TC) == 2;
+    constexpr bool HOLDS = sizeof(TC) == 2 && !BM;
     const bool holding = HOLDS && a.beta == 0.0 && pairs, octs = runs_aligned<TC, 8>(a.y, a.ldy);
     HeldTile<TC, N> held;
     held.next = held.CHUNKS;  // nothing held yet
@@ -310,9 +314,10 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
     auto consume = [&](const WgTile& tile, int64_t blocks) {  // blocks: an unpaired row's
         // a pair's stages run until the producer's last one; an unpaired row's are known from it
         int64_t steps = PAIRS ? INT64_MAX : steps_of(blocks);
-        float d[N / 2];
+        constexpr int D_REGS = BM ? N / WG_BOX * BM / 2 : N / 2;  // BM: a 64 x BM fragment a box
+        float d[D_REGS];
 #pragma unroll
-        for (int i = 0; i < N / 2; i++) d[i] = 0.f;
+        for (int i = 0; i < D_REGS; i++) d[i] = 0.f;
         for (int64_t step = 0; step < steps; step++, t++) {
             const int s = t % WG_STAGES;
             barrier_wait(&full[s], (t / WG_STAGES) & 1);
@@ -329,8 +334,15 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
             // A: 16 columns (32 B) of a slot; B: 16 rows (2 KB)
             auto mma = [&](int k) {
                 const uint8_t* a_k = stage + k * 16 / KS * A_SLOT + a_part + k * 16 % KS * 2;
-                wgmma_m64k16<T, N>(d, swizzled_desc<A_ROW>(a_k, 16, 8 * A_ROW),
-                                   swizzled_desc<128>(stage + A_BYTES + b_part + k * 16 * 128, BOX_BYTES, 1024));
+                const uint8_t* b_k = stage + A_BYTES + b_part + k * 16 * 128;
+                if constexpr (BM) {
+#pragma unroll
+                    for (int i = 0; i < N / WG_BOX; i++)
+                        wgmma_m64k16_mk<T, BM>(d + i * BM / 2, swizzled_desc<128>(b_k + i * BOX_BYTES, BOX_BYTES, 1024),
+                                               swizzled_desc<A_ROW>(a_k, 16, 8 * A_ROW));
+                } else {
+                    wgmma_m64k16<T, N>(d, swizzled_desc<A_ROW>(a_k, 16, 8 * A_ROW), swizzled_desc<128>(b_k, BOX_BYTES, 1024));
+                }
             };
             wgmma_fence();
             if (used * KS >= WG_STAGE_K) {  // a full stage: its wgmmas in one run, no branch between them
@@ -353,6 +365,25 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
         }
         wgmma_wait<0>();
         if (lane == 0 && steps > 0) barrier_arrive(&empty[(t - 1) % WG_STAGES]);
+        if constexpr (BM) {
+            // d[i BM / 2 + 4j + 2h + e] holds C's column 64 i + 16 warp + lane / 4 + 8 h of the
+            // consumer's, row 8 j + 2 (lane % 4) + e of the block row
+            const int64_t row0 = tile.block_row * a.m, col0 = tile.col + g * N + 16 * warp + lane / 4;
+#pragma unroll
+            for (int i = 0; i < N / WG_BOX; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int64_t col = col0 + WG_BOX * i + 8 * h;
+                    if (col >= a.n) continue;
+#pragma unroll
+                    for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            blend((TC*)a.y + (row0 + 8 * j + 2 * (lane % 4) + e) * a.ldy + col,
+                                  d[i * BM / 2 + 4 * j + 2 * h + e], a);
+                }
+            return;
+        }
         // d[4i + 2h + e] holds row 16 warp + lane / 4 + 8 h, column 8 i + 2 (lane % 4) + e.
         // Rows past a 32- or 16-row block hold the slot's stale rows, and past a pair's rows
         // no block: dropped.
@@ -399,18 +430,25 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
 // compiled here because without them ptxas schedules the pairs 5-10 % slower, and the pairs
 // built as a kernel of their own ran 7-9 % slower (bench/NOTES.md, "bsrmm: two block rows a
 // tile" and "bsrmm: 128-row tiles from a counter").
+// K slices of the blocks' columns up to 64.
+template <class T, class TC, int TILE_ROWS, bool COUNTER, int BM = 0>
+__device__ __forceinline__ void bsrmm_wgmma_by_k(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
+    if (a.k >= 64) bsrmm_wgmma<T, TC, TILE_ROWS, 64, false, COUNTER, BM>(a_map, b_map, a);
+    else if (a.k == 32) bsrmm_wgmma<T, TC, TILE_ROWS, 32, false, COUNTER, BM>(a_map, b_map, a);
+    else bsrmm_wgmma<T, TC, TILE_ROWS, 16, false, COUNTER, BM>(a_map, b_map, a);
+}
+
+// The instantiation for the blocks' shape: pairs of 64-row blocks' rows in 128-row tiles
+// (bsrmm:wgmma_pairs, a.variant), or one block row a tile (of 64 rows, 32-row blocks transposed).
+// 128-row blocks run in bsrmm_wgmma_counter; their tiles in fixed order stay compiled here
+// because without them ptxas schedules the pairs 5-10 % slower, and the pairs built as a kernel
+// of their own ran 7-9 % slower (bench/NOTES.md, "bsrmm: two block rows a tile" and "bsrmm:
+// 128-row tiles from a counter").
 template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_shapes(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
-    if (a.m == 128) {
-        if (a.k >= 64) bsrmm_wgmma<T, TC, 128, 64, false>(a_map, b_map, a);
-        else if (a.k == 32) bsrmm_wgmma<T, TC, 128, 32, false>(a_map, b_map, a);
-        else bsrmm_wgmma<T, TC, 128, 16, false>(a_map, b_map, a);
-    } else if (a.variant == BSRMM_PAIRS) {
-        bsrmm_wgmma<T, TC, 128, 64, true>(a_map, b_map, a);
-    } else {
-        if (a.k >= 64) bsrmm_wgmma<T, TC, 64, 64, false>(a_map, b_map, a);
-        else if (a.k == 32) bsrmm_wgmma<T, TC, 64, 32, false>(a_map, b_map, a);
-        else bsrmm_wgmma<T, TC, 64, 16, false>(a_map, b_map, a);
-    }
+    if (a.m == 128) bsrmm_wgmma_by_k<T, TC, 128, false>(a_map, b_map, a);
+    else if (a.variant == BSRMM_PAIRS) bsrmm_wgmma<T, TC, 128, 64, true>(a_map, b_map, a);
+    else if (a.m == 32) bsrmm_wgmma_by_k<T, TC, 64, false, 32>(a_map, b_map, a);
+    else bsrmm_wgmma_by_k<T, TC, 64, false>(a_map, b_map, a);
 }
 
 // Unpaired block rows with tiles drawn from a counter, block rows longest first: 128-row
@@ -418,9 +456,10 @@ template <class T, class TC> __device__ __forceinline__ void bsrmm_wgmma_shapes(
 // other: bench/NOTES.md, "bsrmm: 128-row tiles from a counter").
 template <class T, class TC, int TILE_ROWS>
 __device__ __forceinline__ void bsrmm_wgmma_counter(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {
-    if (a.k >= 64) bsrmm_wgmma<T, TC, TILE_ROWS, 64, false, true>(a_map, b_map, a);
-    else if (a.k == 32) bsrmm_wgmma<T, TC, TILE_ROWS, 32, false, true>(a_map, b_map, a);
-    else bsrmm_wgmma<T, TC, TILE_ROWS, 16, false, true>(a_map, b_map, a);
+    if constexpr (TILE_ROWS == 64) {
+        if (a.m == 32) return bsrmm_wgmma_by_k<T, TC, TILE_ROWS, true, 32>(a_map, b_map, a);
+    }
+    bsrmm_wgmma_by_k<T, TC, TILE_ROWS, true>(a_map, b_map, a);
 }
 
 #define BSRMM(T, TN, TC, TCN) EVS_KERNEL(bsrmm_simt_##TN##_##TCN, (256), (bsrmm_simt<T, TC>))
