@@ -385,8 +385,8 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
             return;
         }
         // d[4i + 2h + e] holds row 16 warp + lane / 4 + 8 h, column 8 i + 2 (lane % 4) + e.
-        // Rows past a 32- or 16-row block hold the slot's stale rows, and past a pair's rows
-        // no block: dropped.
+        // Rows past a 16-row block hold the slot's stale rows, and past a pair's rows no block:
+        // dropped.
         const int local = (TILE_ROWS == 128 ? g * 64 : 0) + warp * 16 + lane / 4;
         const int64_t row = tile.block_row * a.m + local, row_end = (PAIRS ? a.ldaux : tile.block_row + 1) * a.m;
         const int64_t col = tile.col + (TILE_ROWS == 128 ? 0 : g * N) + 2 * (lane % 4);
