@@ -159,7 +159,7 @@ struct QueuedTile {
     int block_row, col, first, blocks;  // first: the row's first stored block; blocks < 0: no more tiles
 };
 
-// BM (blocks of 32 rows): C^T = B^T A^T, so that no MMA row is wasted: each of a consumer's boxes
+// BM (32: blocks of 32 rows): C^T = B^T A^T, so that no MMA row is wasted: each of a consumer's boxes
 // of B is an M-major A operand, and the block's BM rows are the N of an m64nBMk16 (an m64 over a
 // 32-row block multiplies 32 rows of stale shared memory; half the wgmmas took b32 10 % from 209
 // to 237 TFLOP/s at the board's power limit: bench/NOTES.md, "b32's wasted MMA rows").
@@ -424,12 +424,6 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
 #endif
 }
 
-// The instantiation for the blocks' shape: pairs of 64-row blocks' rows in 128-row tiles
-// (bsrmm:wgmma_pairs, a.variant), or one 64-row block row a tile; K slices of the blocks'
-// columns up to 64. 128-row blocks run in bsrmm_wgmma_counter; their tiles in fixed order stay
-// compiled here because without them ptxas schedules the pairs 5-10 % slower, and the pairs
-// built as a kernel of their own ran 7-9 % slower (bench/NOTES.md, "bsrmm: two block rows a
-// tile" and "bsrmm: 128-row tiles from a counter").
 // K slices of the blocks' columns up to 64.
 template <class T, class TC, int TILE_ROWS, bool COUNTER, int BM = 0>
 __device__ __forceinline__ void bsrmm_wgmma_by_k(const TensorMap* a_map, const TensorMap* b_map, const Args& a) {

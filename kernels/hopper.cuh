@@ -197,10 +197,8 @@ WGMMA_SHAPES("f16", f16)
 WGMMA_SHAPES("bf16", bf16)
 // d (64 x N f32) += A (64 x 16, M-major) · B (16 x N, K-major), both from shared memory: the
 // transposed product of bsrmm's short blocks (C^T = B^T A^T: B's box as A, the block's N rows as
-// B). N = 16 or 32.
-#define WG_REGS_8 "%0, %1, %2, %3, %4, %5, %6, %7"
-#define WG_REGS_16 WG_REGS_8 ", %8, %9, %10, %11, %12, %13, %14, %15"
-#define WG_OUTS_8 WG_D8(0)
+// B). N = 32.
+#define WG_REGS_16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
 #define WG_OUTS_16 WG_D8(0), WG_D8(8)
 #define WGMMA_MK(N, TYPE, T, R, A, B, P)                                                                    \
     template <> __device__ __forceinline__ void wgmma_m64k16_mk<T, N>(float* d, uint64_t a, uint64_t b) {    \
@@ -213,8 +211,6 @@ WGMMA_SHAPES("bf16", bf16)
 template <class T, int N> __device__ __forceinline__ void wgmma_m64k16_mk(float* d, uint64_t a, uint64_t b);
 WGMMA_MK(32, "f16", f16, 16, "%16", "%17", "%18")
 WGMMA_MK(32, "bf16", bf16, 16, "%16", "%17", "%18")
-WGMMA_MK(16, "f16", f16, 8, "%8", "%9", "%10")
-WGMMA_MK(16, "bf16", bf16, 8, "%8", "%9", "%10")
 WGMMA_RS_NARROW("bf16", bf16, 72, 36, 36, 37, 38, 39, 40, 41)
 WGMMA_RS_NARROW("bf16", bf16, 80, 40, 40, 41, 42, 43, 44, 45)
 WGMMA_RS_NARROW("bf16", bf16, 88, 44, 44, 45, 46, 47, 48, 49)
