@@ -140,23 +140,29 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 
 // Which tile the b-th one is: groups of WG_GROUP_COLS columns in turn, and within a group the
 // strips (ROWS block rows) vary slowest, so that the blocks running at once read the same slab
-// of B (held in L2) while A streams. ORDERED (the counter's tiles): the block rows go in a.order
-// (most stored blocks first), so that each group's last tiles are its shortest.
+// of B (held in L2) while A streams. The counter's tiles (I = uint32_t: the counter's width, and
+// no 64-bit division call in the producer) take the strip as a position in a.order.
 struct WgTile {
-    int64_t block_row, col;  // first block row, first column of C
+    int64_t block_row, col;  // first block row (or position in a.order), first column of C
 };
-template <int ROWS, int TILE_COLS, bool ORDERED = false> __device__ WgTile wg_tile(const Args& a, int64_t b) {
+template <int ROWS, int TILE_COLS, class I = int64_t> __device__ WgTile wg_tile(const Args& a, I b) {
     constexpr int GROUP = WG_GROUP_COLS / TILE_COLS;
-    const int64_t strips = (a.ldaux + ROWS - 1) / ROWS;
-    const int64_t tiles_n = (a.n + TILE_COLS - 1) / TILE_COLS, first = b / (strips * GROUP) * GROUP;
-    const int64_t width = min((int64_t)GROUP, tiles_n - first), rest = b - first * strips;
-    return {ORDERED ? a.order[rest / width] : rest / width * ROWS, (first + rest % width) * TILE_COLS};
+    const I strips = (I)((a.ldaux + ROWS - 1) / ROWS);
+    const I tiles_n = (I)((a.n + TILE_COLS - 1) / TILE_COLS), first = b / (strips * GROUP) * GROUP;
+    const I width = min((I)GROUP, tiles_n - first), rest = b - first * strips;
+    return {(int64_t)(rest / width) * ROWS, (int64_t)((first + rest % width) * TILE_COLS)};
 }
+
+// a.order's entries (src/core/bsr.rs, `ordered_row`), block rows most stored blocks first, so
+// that each group's last tiles are its shortest: a drawn tile is one 16-byte load.
+struct __align__(16) OrderedRow {
+    int block_row, first, blocks, first_col;  // first: its first stored block; first_col: that block's column
+};
 
 // A tile drawn from the counter and decoded by the producer, as the consumers take it from the
 // queue (int32: bsrmm_tma keeps C's columns and A's stored blocks within it).
 struct QueuedTile {
-    int block_row, col, first, blocks;  // first: the row's first stored block; blocks < 0: no more tiles
+    int block_row, col, first, blocks;  // blocks < 0: no more tiles
 };
 
 // BM (32: blocks of 32 rows): C^T = B^T A^T, so that no MMA row is wasted: each of a consumer's boxes
@@ -222,18 +228,31 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
                             (int)(block_col * a.k + q));
         };
         // An unpaired row's stages: a KS-wide slice of a block or SLOTS blocks whole each. A
-        // block shorter than the tile brings only its own rows (A's box, src/cuda/ops.rs).
+        // block shorter than the tile brings only its own rows (A's box, src/cuda/ops.rs). The
+        // next SLOTS blocks' columns load before this group's stages wait for their slots, so
+        // their latency hides there; the first block's comes decoded with the tile.
         const int a_loaded = (int)min(a.m, (int64_t)TILE_ROWS) * A_ROW;
-        auto produce_row = [&](int64_t first, int64_t blocks, int64_t col) {
-            for (int64_t step = 0, steps = steps_of(blocks); step < steps; step++, t++) {
-                const int64_t slices = a.k / KS;
-                const int64_t jb = first + (SLOTS == 1 ? step / slices : step * SLOTS), q = SLOTS == 1 ? step % slices * KS : 0;
-                const int used = filled(blocks, step);
-                const int s = open_stage(0, used * (a_loaded + B_SLOT));
-                for (int slot = 0; slot < used; slot++) {
-                    tma_load_2d(ring + s * STAGE_BYTES + slot * A_SLOT, a_map, &full[s], (int)q, (int)((jb + slot) * a.m));
-                    load_b(s, slot, a.indices[jb + slot], q, col);
+        const int slices = SLOTS == 1 ? (int)(a.k / KS) : 1;  // stages a group of SLOTS blocks
+        auto produce_row = [&](int first, int blocks, int first_col, int64_t col) {
+            const int row_end = first + blocks;
+            auto column = [&](int jb) { return jb < row_end ? a.indices[jb] : 0; };
+            int cols[SLOTS];
+#pragma unroll
+            for (int slot = 0; slot < SLOTS; slot++) cols[slot] = slot ? column(first + slot) : first_col;
+            for (int jb = first; jb < row_end; jb += SLOTS) {
+                int next[SLOTS];
+#pragma unroll
+                for (int slot = 0; slot < SLOTS; slot++) next[slot] = column(jb + SLOTS + slot);
+                const int used = min(SLOTS, row_end - jb);
+                for (int q = 0; q < slices * KS; q += KS, t++) {
+                    const int s = open_stage(0, used * (a_loaded + B_SLOT));
+                    for (int slot = 0; slot < used; slot++) {
+                        tma_load_2d(ring + s * STAGE_BYTES + slot * A_SLOT, a_map, &full[s], q, (int)((jb + slot) * a.m));
+                        load_b(s, slot, cols[slot], q, col);
+                    }
                 }
+#pragma unroll
+                for (int slot = 0; slot < SLOTS; slot++) cols[slot] = next[slot];
             }
         };
         const int64_t end = tiles();
@@ -244,25 +263,30 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
             // wraps back to zero at the last one and the next launch finds it there. The
             // producer draws and decodes a tile one ahead of the one it loads (the atomic's and
             // the row's latencies hide behind a tile's loads).
+            struct Drawn {
+                QueuedTile tile;
+                int first_col;
+            };
             auto tile_at = [&](int64_t b) {
-                if (b >= end) return QueuedTile{0, 0, 0, -1};
-                const WgTile w = wg_tile<1, TILE_COLS, true>(a, b);
-                const int64_t first = row_start(a, w.block_row);
-                return QueuedTile{(int)w.block_row, (int)w.col, (int)first, (int)(row_start(a, w.block_row + 1) - first)};
+                if (b >= end) return Drawn{{0, 0, 0, -1}, 0};
+                const WgTile w = wg_tile<1, TILE_COLS>(a, (uint32_t)b);
+                const OrderedRow r = ((const OrderedRow*)a.order)[w.block_row];
+                return Drawn{{r.block_row, (int)w.col, r.first, r.blocks}, r.first_col};
             };
             auto draw = [&] { return (int64_t)gridDim.x + (int64_t)atomicInc((unsigned*)a.out2, (unsigned)(end - 1)); };
-            QueuedTile tile = tile_at(blockIdx.x);
+            Drawn drawn_tile = tile_at(blockIdx.x);
             int64_t drawn = draw();
             for (int j = 0;; j++) {
                 const int q = j % WG_TILE_QUEUE;
+                const QueuedTile& tile = drawn_tile.tile;
                 if (j >= WG_TILE_QUEUE) barrier_wait(&tile_empty[q], (j / WG_TILE_QUEUE - 1) & 1);
                 queue[q] = tile;
                 barrier_arrive(&tile_full[q]);
                 if (tile.blocks < 0) break;
-                const QueuedTile next = tile_at(drawn);  // issued now, needed after this tile's loads
+                const Drawn next = tile_at(drawn);  // issued now, needed after this tile's loads
                 if (drawn < end) drawn = draw();
-                produce_row(tile.first, tile.blocks, tile.col);
-                tile = next;
+                produce_row(tile.first, tile.blocks, drawn_tile.first_col, tile.col);
+                drawn_tile = next;
             }
         } else {
             for (int64_t b = blockIdx.x; b < end; b += gridDim.x) {
@@ -290,8 +314,8 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
                         }
                     } while (!done);
                 } else {
-                    const int64_t first = row_start(a, tile.block_row);
-                    produce_row(first, row_start(a, tile.block_row + 1) - first, tile.col);
+                    const int first = (int)row_start(a, tile.block_row), blocks = (int)row_start(a, tile.block_row + 1) - first;
+                    produce_row(first, blocks, blocks ? a.indices[first] : 0, tile.col);
                 }
             }
         }

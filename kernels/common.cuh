@@ -123,7 +123,7 @@ struct Args {
     const int64_t* perm;    // CSC mirror: CSR position of each entry
     const void* csc_weights;  // the hetero weights in CSC order (analysis' copy; NULL: none)
     unsigned* csc_stale;    // set once anything wrote the weights since that copy (in_csc_order)
-    const int* order;       // rows ordered by length class (thread, warp, block)
+    const int* order;       // rows ordered by length class (thread, warp, block); bsrmm: OrderedRow entries
     int64_t class_rows[3];  // rows in each length class
     const int64_t* chunks;  // (row, begin, end) of each chunk of the long rows
     int64_t n_chunks;

@@ -77,9 +77,19 @@ fn checked_order(ctx: &Arc<Context>, bm: usize, view: &CsrView<'_, i32>) -> Resu
     if !orders_rows(ctx, bm, view) {
         return Ok(None);
     }
-    let mut order: Vec<i32> = (0..view.m as i32).collect();
-    order.sort_by_key(|&r| std::cmp::Reverse(view.row(r as usize).len())); // stable
-    ctx.upload("bsr row order", as_bytes(&order)).map(Some)
+    let mut order: Vec<usize> = (0..view.m).collect();
+    order.sort_by_key(|&r| std::cmp::Reverse(view.row(r).len())); // stable
+    let rows: Vec<[i32; 4]> = order.iter().map(|&r| ordered_row(view, r)).collect();
+    ctx.upload("bsr row order", as_bytes(&rows)).map(Some)
+}
+
+/// Block row `r` as the kernel's counter decodes it (kernels/bsr.cu, `OrderedRow`): the row, its
+/// first stored block, their count and the first one's block column (0 for an empty row), so
+/// that a drawn tile costs one 16-byte load and no dependent one.
+fn ordered_row(view: &CsrView<'_, i32>, r: usize) -> [i32; 4] {
+    let blocks = view.row(r);
+    let first_col = if blocks.is_empty() { 0 } else { view.indices[blocks.start] };
+    [r as i32, blocks.start as i32, blocks.len() as i32, first_col]
 }
 
 impl Bsr {
@@ -179,10 +189,11 @@ impl Bsr {
         self.structure.get_or_init(|| self.on_structure(stream, |view| checked_order(&self.ctx, self.bm, view))).clone()
     }
 
-    /// The block rows (int32), most stored blocks first and rows of equal length in order: the
-    /// order in which bsrmm's Hopper kernel hands out tiles from its counter, so that the long
-    /// rows start early and the short ones fill the tail. Built with the structure check, once,
-    /// on GPU contexts where `plan::bsrmm_tile_counter` says the kernel draws tiles.
+    /// The block rows (four int32 each: `ordered_row`), most stored blocks first and rows of
+    /// equal length in order: the order in which bsrmm's Hopper kernel hands out tiles from its
+    /// counter, so that the long rows start early and the short ones fill the tail. Built with
+    /// the structure check, once, on GPU contexts where `plan::bsrmm_tile_counter` says the
+    /// kernel draws tiles.
     pub fn heavy_first(&self, stream: &Stream) -> Result<Arc<Buffer>> {
         self.checked(stream)?
             .ok_or_else(|| Error::internal("bsr row order: built where bsrmm draws tiles on a GPU only"))
