@@ -128,7 +128,6 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 #define WG_RING_BYTES (216 * 1024)  // the ring: as many stages as fit (4 of 48 KB, 3 of 72 KB)
 #define WG_N 256              // columns of C a consumer's wgmmas cover
 #define WG_BOX 64             // columns of one TMA box of B (128 bytes)
-#define WG_GROUP_COLS 512     // columns of C that concurrently running blocks share
 #define WG_THREADS 384
 #define WG_TILE_QUEUE 4       // tiles the producer may draw ahead of the consumers (COUNTER; its
                               // barriers and tiles take 128 bytes after the ring)
@@ -138,7 +137,14 @@ template <class T, class TC> __device__ void bsrmm_tiled(const Args& a) {
 #define STAGE_LAST 4u
 #define BSRMM_PAIRS 1         // a.variant of bsrmm:wgmma_pairs
 
-// Which tile the b-th one is: groups of WG_GROUP_COLS columns in turn, and within a group the
+// Columns of C that concurrently running blocks share (a group, below): 512 for 64 x 512 tiles,
+// so that the group's slab of B stays in L2 beside C's stream; 1024 for 128 x 256 tiles, whose
+// block rows of A (32 KB a block, 34-67 MB at 25-50 %) L2 then serves to four column tiles
+// instead of two (bench/NOTES.md, "group widths": 128-row blocks at 25 / 50 % 4 % faster,
+// pairs at 50 % 2 %; wider groups for 64 x 512 tiles lost 2-11 %).
+template <int TILE_COLS> __device__ constexpr int wg_group_cols() { return TILE_COLS == WG_N ? 1024 : 512; }
+
+// Which tile the b-th one is: groups of wg_group_cols columns in turn, and within a group the
 // strips (ROWS block rows) vary slowest, so that the blocks running at once read the same slab
 // of B (held in L2) while A streams. The counter's tiles (I = uint32_t: the counter's width, and
 // no 64-bit division call in the producer) take the strip as a position in a.order.
@@ -146,7 +152,7 @@ struct WgTile {
     int64_t block_row, col;  // first block row (or position in a.order), first column of C
 };
 template <int ROWS, int TILE_COLS, class I = int64_t> __device__ WgTile wg_tile(const Args& a, I b) {
-    constexpr int GROUP = WG_GROUP_COLS / TILE_COLS;
+    constexpr int GROUP = wg_group_cols<TILE_COLS>() / TILE_COLS;
     const I strips = (I)((a.ldaux + ROWS - 1) / ROWS);
     const I tiles_n = (I)((a.n + TILE_COLS - 1) / TILE_COLS), first = b / (strips * GROUP) * GROUP;
     const I width = min((I)GROUP, tiles_n - first), rest = b - first * strips;
@@ -229,10 +235,10 @@ __device__ __forceinline__ void bsrmm_wgmma(const TensorMap* a_map, const Tensor
         };
         // An unpaired row's stages: a KS-wide slice of a block or SLOTS blocks whole each. A
         // block shorter than the tile brings only its own rows (A's box, src/cuda/ops.rs). The
-        // next SLOTS blocks' columns load before this group's stages wait for their slots, so
-        // their latency hides there; the first block's comes decoded with the tile.
+        // next SLOTS blocks' columns load before the current ones' stages wait for their slots,
+        // so their latency hides there; the first block's comes decoded with the tile.
         const int a_loaded = (int)min(a.m, (int64_t)TILE_ROWS) * A_ROW;
-        const int slices = SLOTS == 1 ? (int)(a.k / KS) : 1;  // stages a group of SLOTS blocks
+        const int slices = SLOTS == 1 ? (int)(a.k / KS) : 1;  // stages a block takes (KS-wide slices)
         auto produce_row = [&](int first, int blocks, int first_col, int64_t col) {
             const int row_end = first + blocks;
             auto column = [&](int jb) { return jb < row_end ? a.indices[jb] : 0; };
