@@ -13,9 +13,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_feed_stores.cu -lcuda -o /tmp/fs && /tmp/fs
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
-#include "probe_tma.cuh"
-
-#include "../kernels/hopper.cuh"
+#include "probe_feed.cuh"
 
 using namespace hopper;
 
@@ -61,17 +59,7 @@ __global__ void __launch_bounds__(512, 1) feed_stores(const __grid_constant__ CU
         return;
     }
     if (group == 0) {  // producer
-        if (threadIdx.x != 0 || !(mode & FEED)) return;
-        uint32_t h = blockIdx.x * 2654435761u + 12345u;
-        for (int i = 0; i < loads; i++) {
-            const int s = i % STAGES;
-            if (i >= STAGES) barrier_wait(&empty[s], (i / STAGES - 1) & 1);
-            barrier_expect(&full[s], STAGE_BYTES);
-            h = h * 1664525u + 1013904223u;
-            const int row = (int)((h >> 8) % (SIZE / ROWS)) * ROWS, col = mode & IN_L2 ? 0 : (int)((int64_t)i * (SIZE / COLS) / loads) * COLS;
-            for (int box = 0; box < COLS / 64; box++)
-                tma_load_2d(ring + s * STAGE_BYTES + box * ROWS * 128, (const TensorMap*)&b_map, &full[s], col + box * 64, row);
-        }
+        if (threadIdx.x == 0 && (mode & FEED)) feed_ring<ROWS, STAGES>(ring, b_map, full, empty, loads, mode & IN_L2 ? 1 : SIZE / COLS);
         return;
     }
     const int lane = threadIdx.x % 32;

@@ -10,9 +10,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_l2_feed.cu -lcuda -o /tmp/f && /tmp/f
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"
-#include "probe_tma.cuh"
-
-#include "../kernels/hopper.cuh"
+#include "probe_feed.cuh"
 
 using namespace hopper;
 
@@ -35,17 +33,7 @@ template <int ROWS> __global__ void __launch_bounds__(384, 1) feed(const __grid_
     }
     __syncthreads();
     if (threadIdx.x < 128) {  // producer
-        if (threadIdx.x != 0) return;
-        uint32_t h = blockIdx.x * 2654435761u + 12345u;
-        for (int i = 0; i < loads; i++) {
-            const int s = i % STAGES;
-            if (i >= STAGES) barrier_wait(&empty[s], (i / STAGES - 1) & 1);
-            barrier_expect(&full[s], STAGE_BYTES);
-            h = h * 1664525u + 1013904223u;
-            const int row = (int)((h >> 8) % (SIZE / ROWS)) * ROWS, col = (int)((int64_t)i * slabs / loads) * SLAB_COLS;
-            for (int box = 0; box < SLAB_COLS / BOX_COLS; box++)
-                tma_load_2d(ring + s * STAGE_BYTES + box * ROWS * 128, (const TensorMap*)&b_map, &full[s], col + box * BOX_COLS, row);
-        }
+        if (threadIdx.x == 0) feed_ring<ROWS, STAGES>(ring, b_map, full, empty, loads, slabs);
         return;
     }
     const int lane = threadIdx.x % 32;
