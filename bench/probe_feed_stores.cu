@@ -7,9 +7,9 @@
 // the library's shape (a warp instruction: 8 rows x 64 B), either by the consumers after each
 // tile's stages (as bsrmm does) or by a fourth warpgroup on its own. Modes: feed alone, stores
 // alone, both by the consumers, both with the stores on their own warpgroup. If both take the
-// sum of the two alone, they share a resource; if the max, they overlap. Then the same with
-// no DRAM traffic (one slab of B, C into a 64 KB region a block): L2 and the crossbar only. Build and run on the
-// GPU machine:
+// sum of the two alone, they share a resource; if the max, they overlap. Then the same with no
+// DRAM traffic (one slab of B, C into a 64 KB region a block): L2 and the crossbar only. Build
+// and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_feed_stores.cu -lcuda -o /tmp/fs && /tmp/fs
 #define EVS_PROBE  // no module flag (kernels/common.cuh)
 #include "probe.cuh"

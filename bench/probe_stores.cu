@@ -10,7 +10,7 @@
 // and each once into C and once into a 64 KB region per block (L2-resident); then rows of 512 B
 // by 512 and 1024 threads a block, and the tiles as TMA tensor stores from shared memory (four
 // 128-row boxes of 64 columns a tile, two tiles' buffers, no thread storing). Prints event µs
-// (median of 25) and TB/s. Build and run on the GPU machine:
+// (median of 25), graph µs, and TB/s by graph time. Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probe_stores.cu -lcuda -o /tmp/s && /tmp/s
 #include "probe.cuh"
 #include "probe_tma.cuh"
@@ -86,32 +86,9 @@ __global__ void __launch_bounds__(128, 1) tma_stores(const __grid_constant__ CUt
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
-template <class Launch> float median_us(Launch launch) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int i = 0; i < 3; i++) launch();
-    std::vector<float> ms;
-    for (int i = 0; i < 25; i++) {
-        CK(cudaEventRecord(e0));
-        launch();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float t;
-        CK(cudaEventElapsedTime(&t, e0, e1));
-        ms.push_back(t);
-    }
-    CK(cudaGetLastError());
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2] * 1e3f;
-}
-
-template <int S> float timed(uint8_t* c, int resident, int blocks) {
-    return median_us([&] { stores<S><<<blocks, 256>>>(c, resident); });
-}
-
-void print(const char* shape, const char* where, float us, double bytes, int sms) {
-    printf("%-22s %-13s %7.1f us  %5.2f TB/s  %5.1f GB/s an SM\n", shape, where, us, bytes / us / 1e6, bytes / us / 1e3 / sms);
+void print(const char* shape, const char* where, Timing t, double bytes, int sms) {
+    printf("%-22s %-13s %7.1f us (graph %7.1f)  %5.2f TB/s  %5.1f GB/s an SM\n", shape, where, t.event_us, t.graph_us,
+           bytes / t.graph_us / 1e6, bytes / t.graph_us / 1e3 / sms);
 }
 
 int main() {
@@ -119,18 +96,24 @@ int main() {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     uint8_t* c;
     CK(cudaMalloc(&c, (size_t)SIZE * ROW_BYTES));
+    cudaStream_t st = probe_stream();
     const double bytes = (double)SIZE * ROW_BYTES;
     const char* names[] = {"quad 8 rows x 64 B", "oct 4 rows x 128 B", "row 1 row x 512 B"};
     for (int resident = 0; resident < 2; resident++)
         for (int s = 0; s < 3; s++) {
-            const float us = s == QUAD ? timed<QUAD>(c, resident, sms) : s == OCT ? timed<OCT>(c, resident, sms) : timed<ROW>(c, resident, sms);
-            print(names[s], resident ? "L2 region" : "into C", us, bytes, sms);
+            const Timing t = time_call(st, [&] {
+                if (s == QUAD) stores<QUAD><<<sms, 256, 0, st>>>(c, resident);
+                if (s == OCT) stores<OCT><<<sms, 256, 0, st>>>(c, resident);
+                if (s == ROW) stores<ROW><<<sms, 256, 0, st>>>(c, resident);
+            });
+            print(names[s], resident ? "L2 region" : "into C", t, bytes, sms);
         }
-    print("row 1 row x 512 B", "512 threads", median_us([&] { row_stores<512><<<sms, 512>>>(c); }), bytes, sms);
-    print("row 1 row x 512 B", "1024 threads", median_us([&] { row_stores<1024><<<sms, 1024>>>(c); }), bytes, sms);
+    print("row 1 row x 512 B", "512 threads", time_call(st, [&] { row_stores<512><<<sms, 512, 0, st>>>(c); }), bytes, sms);
+    print("row 1 row x 512 B", "1024 threads", time_call(st, [&] { row_stores<1024><<<sms, 1024, 0, st>>>(c); }), bytes, sms);
     const CUtensorMap c_map = tensor_map(c, SIZE, SIZE, ROW_BYTES, 64, TILE_ROWS);
     const int smem = 2 * 65536 + 1024;
     CK(cudaFuncSetAttribute(tma_stores, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    print("TMA 4 boxes 64 x 128", "1 thread", median_us([&] { tma_stores<<<sms, 128, smem>>>(c_map); }), bytes, sms);
+    print("TMA 4 boxes 64 x 128", "1 thread", time_call(st, [&] { tma_stores<<<sms, 128, smem, st>>>(c_map); }), bytes, sms);
+    CK(cudaGetLastError());
     return 0;
 }
